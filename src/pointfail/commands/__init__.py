@@ -1,0 +1,1 @@
+"""Subcommands of the pointfail CLI, one module each (see ``pointfail.cli``)."""

@@ -1,0 +1,407 @@
+"""The per-sample data model, its versioned JSON schema, canonical JSON, and a validating reader.
+
+Every stage of pointfail exchanges plain data defined here:
+
+``Sample`` (a benchmark row, loaded) → ``Prompt`` (what was sent) → ``Response`` (raw model text,
+written by the worker) → ``ParseResult`` (points and boxes in the unit square) → ``Geometry`` and
+``outcome`` (scoring) → ``Judgment`` (failure mode of a miss) → ``Record`` (one JSON line in
+``records/<study>/<model>/<benchmark>.jsonl``).
+
+Coordinate conventions (see ``shared/DESIGN.md``, "Coordinates"):
+
+* Normalized points are ``(x, y)`` in the unit square, origin top-left, x right, y down, continuous:
+  pixel column ``i`` covers ``[i, i+1)`` in pixel units, i.e. ``[i/W, (i+1)/W)`` normalized.
+* Boxes are ``(x0, y0, x1, y1)``; in ``Target.boxes`` they are absolute pixels of the original image
+  (the PointerBench / ScreenSpot convention, edges inclusive when testing a point); in
+  ``ParseResult.boxes`` they are normalized like points.
+
+Canonical JSON (``canonical_json``): keys sorted, UTF-8 (no ASCII escaping), compact separators, no
+NaN or infinity (``ValueError``), exactly one ``\\n`` at the end of each JSONL line. The same record
+always serializes to the same bytes, whatever the hash seed, locale or time zone.
+
+Raises:
+    RecordError: from :func:`read_records` for an invalid line, naming the file and 1-based line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+"""Integer version of the record schema; bumped on any incompatible change."""
+
+Outcome = Literal["hit", "miss", "no_prediction", "error"]
+"""One per sample. ``error`` is an infrastructure error (the worker could not run the sample: bad
+image, out of memory, exception). It is reported apart and never scored as a model outcome."""
+
+OUTCOMES: tuple[str, ...] = ("hit", "miss", "no_prediction")
+"""The three scored outcomes, in table order (the study's "Task and outcomes")."""
+
+FailureMode = Literal["off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"]
+FAILURE_MODES: tuple[str, ...] = ("off_by_pixels", "wrong_instance", "wrong_category", "hallucinated")
+"""The four failure modes, least to most severe (pointfail-study.txt, "Why the kind of failure
+matters")."""
+
+JudgeStatus = Literal["labeled", "unlabeled", "judge_unavailable", "pending"]
+"""``labeled``: one clean label. ``unlabeled``: five attempts gave no single clean label (an
+abstention, reported apart). ``judge_unavailable``: transport failures outlasted the retries; a
+rerun fills it in. ``pending``: not judged yet."""
+
+TargetKind = Literal["mask", "boxes", "polygon", "absent"]
+Task = Literal["point", "box"]
+BoxClass = Literal["hit", "clipped", "oversized", "both", "malformed"]
+"""PointerBench box outcome class: ``hit`` (coverage >= min and precision >= min), ``clipped``
+(coverage too low), ``oversized`` (precision too low), ``both`` (both too low), ``malformed``
+(no valid box)."""
+
+
+class RecordError(ValueError):
+    """A records file line that is not valid JSON or does not match the schema.
+
+    Attributes:
+        path: the file.
+        line: 1-based line number.
+        reason: what is wrong.
+    """
+
+    def __init__(self, path: str | Path, line: int, reason: str):
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{self.path}:{line}: {reason}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False)
+
+
+class ImageRef(_Model):
+    """An image on disk. ``width``/``height`` in pixels of the original image; ``sha256`` of the file
+    bytes (hex), ``None`` when the file is not available (PointerBench ships no screenshots)."""
+
+    path: str
+    width: int
+    height: int
+    sha256: Optional[str] = None
+
+
+class Target(_Model):
+    """The region a point must land in.
+
+    kind:
+        ``mask``: a binary mask file (``mask_path``), same size as the image, binarized as
+        documented in ``pointfail.geometry.load_mask``.
+        ``boxes``: one or more boxes ``[x0, y0, x1, y1]`` in absolute pixels of the original image;
+        a point inside any of them (edges inclusive) is a hit.
+        ``polygon``: one or more polygons, each a list of ``[x, y]`` vertices in absolute pixels.
+        ``absent``: the referent is not in the image; the correct answer is to decline.
+    eval:
+        The benchmark's own rule for this row, verbatim where it has one (PointerBench's ``eval``
+        object, e.g. ``{"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}``).
+    sha256:
+        Hash of the target definition (mask file bytes, or canonical JSON of the boxes/polygons).
+    area_px:
+        Target area in pixels when known (for area-quartile breakdowns).
+    """
+
+    kind: TargetKind
+    mask_path: Optional[str] = None
+    boxes: Optional[list[list[float]]] = None
+    polygons: Optional[list[list[list[float]]]] = None
+    eval: Optional[dict[str, Any]] = None
+    sha256: Optional[str] = None
+    area_px: Optional[float] = None
+
+
+class Sample(_Model):
+    """One benchmark row, loaded: the image, the instruction as the publisher wrote it, the task and
+    the target. ``metadata`` carries every axis the benchmark tags rows with (category, language,
+    data_type, ...), str/int/float/bool values only, used for breakdowns. ``scene_graph_path`` points
+    at the per-image scene graph JSON for suites that have one (synthetic and web suites), which the
+    oracle judge uses."""
+
+    sample_id: str
+    benchmark: str
+    image: ImageRef
+    instruction: str
+    task: Task = "point"
+    target: Target
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    scene_graph_path: Optional[str] = None
+
+
+class Prompt(_Model):
+    """The three forms of the instruction: as the benchmark wrote it (``original``), with answer-format
+    directives for other models stripped (``core``), and the exact text sent to the model (``sent``),
+    plus the names of the directive patterns that were stripped."""
+
+    original: str
+    core: str
+    sent: str
+    stripped: list[str] = Field(default_factory=list)
+
+
+class Response(_Model):
+    """What a worker wrote for one sample. ``model_input_size`` is ``[width, height]`` in pixels of
+    the image the processor actually fed the model (needed by resized-input frames); ``error`` is set
+    (and ``raw_text`` is ``None``) for an infrastructure failure."""
+
+    raw_text: Optional[str] = None
+    model_input_size: Optional[list[int]] = None
+    prompt_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    seconds: Optional[float] = None
+    error: Optional[str] = None
+
+
+class ParseResult(_Model):
+    """A parsed answer, converted from the family's coordinate frame to the unit square.
+
+    points: ``[[x, y], ...]`` normalized, origin top-left, in the order the model wrote them; the
+        first is the primary point. Values outside ``[0, 1]`` are kept, never clamped.
+    boxes: ``[[x0, y0, x1, y1], ...]`` normalized, corners sorted (``flags`` says when they were not).
+    frame: the name of the coordinate frame used (from the family's declaration).
+    flags: rule names that fired (``truncated``, ``inverted_box``, ``zero_area_box``, ``think_stripped``,
+        ``fullwidth``, ...).
+    ignored: fragments of the text that looked like coordinates but were not used, with why.
+    reason: why nothing was parsed (``None`` when something was), e.g. ``truncated``,
+        ``no_coordinates``, ``non_finite_number``.
+    """
+
+    family: str
+    frame: str
+    points: list[list[float]] = Field(default_factory=list)
+    boxes: list[list[float]] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list)
+    reason: Optional[str] = None
+    truncated: bool = False
+
+
+class BoxScore(_Model):
+    """Box-task geometry: IoU, coverage (intersection / target area) and precision (intersection /
+    predicted area), all in [0, 1], and the PointerBench box outcome class."""
+
+    iou: Optional[float] = None
+    coverage: Optional[float] = None
+    precision: Optional[float] = None
+    box_class: BoxClass = "malformed"
+
+
+class Geometry(_Model):
+    """Where the primary prediction fell. ``distance_px``: Euclidean distance in pixels of the original
+    image from the primary point to the nearest target pixel (0 inside); ``distance_norm``: the same
+    divided by the image diagonal. ``None`` when there is no point or no target (absent)."""
+
+    in_target: Optional[bool] = None
+    distance_px: Optional[float] = None
+    distance_norm: Optional[float] = None
+    box: Optional[BoxScore] = None
+
+
+class OfficialScore(_Model):
+    """The benchmark's own rule, computed beside pointfail's outcome and labelled with its source
+    (e.g. ``where2place: mean in-mask over all points``). ``score`` in [0, 1]."""
+
+    rule: str
+    score: float
+
+
+class JudgeAttempt(_Model):
+    """One judge request: 1-based attempt number, the raw reply, the label read from it (or ``None``)
+    and the verdict (``accepted``, ``rejected_two_labels``, ``rejected_negated``,
+    ``rejected_no_label``, ``rejected_empty``)."""
+
+    attempt: int
+    reply: str
+    verdict: str
+    label: Optional[FailureMode] = None
+
+
+class Judgment(_Model):
+    """A judge's verdict on one miss.
+
+    judge: ``oracle`` or ``ollama:<model>``; ``judge_digest``: the model digest when known;
+    ``options``: the generation options sent (temperature, seed, num_ctx, num_predict);
+    ``transport_failures``: HTTP 5xx / timeouts / dropped connections, counted apart from label
+    attempts; ``detail``: free-form explanation (the oracle writes which element the point fell on).
+    """
+
+    judge: str
+    status: JudgeStatus
+    label: Optional[FailureMode] = None
+    judge_digest: Optional[str] = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    attempts: list[JudgeAttempt] = Field(default_factory=list)
+    transport_failures: int = 0
+    detail: Optional[str] = None
+
+
+class Provenance(_Model):
+    """Where a record came from: package versions, the image digest and model revision it ran with,
+    the checkpoint name. Nothing time-dependent goes here (records must regenerate byte for byte)."""
+
+    pointfail_version: Optional[str] = None
+    checkpoint: Optional[str] = None
+    model_revision: Optional[str] = None
+    image_digest: Optional[str] = None
+    packages: dict[str, str] = Field(default_factory=dict)
+
+
+class Record(_Model):
+    """One sample's complete result: a line of ``records/<study>/<model>/<benchmark>.jsonl``.
+
+    ``judge`` is the study's primary judge (its label is the failure mode in the tables);
+    ``other_judgments`` holds further judges' verdicts on the same miss (e.g. an Ollama judge beside
+    the oracle) for agreement reports. Both stay ``None``/empty unless ``outcome == "miss"``.
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    study: str
+    model: str
+    family: str
+    benchmark: str
+    sample_id: str
+    task: Task = "point"
+    image: ImageRef
+    target: Target
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    prompt: Prompt
+    response: Response
+    parse: Optional[ParseResult] = None
+    outcome: Outcome
+    geometry: Geometry = Field(default_factory=Geometry)
+    official: Optional[OfficialScore] = None
+    judge: Optional[Judgment] = None
+    other_judgments: list[Judgment] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @property
+    def failure_mode(self) -> Optional[str]:
+        """The primary judge's label when the miss is labeled, else ``None``."""
+        if self.outcome == "miss" and self.judge is not None and self.judge.status == "labeled":
+            return self.judge.label
+        return None
+
+    def to_json(self) -> str:
+        """Canonical JSON of this record, one line, ending in ``\\n``."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+def _check_finite(obj: Any) -> None:
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError(f"non-finite number {obj!r} cannot be written as canonical JSON")
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _check_finite(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _check_finite(v)
+
+
+def canonical_json(obj: Any) -> str:
+    """Serialize ``obj`` (JSON-compatible: dict/list/str/int/float/bool/None) as one canonical line:
+    sorted keys, ``ensure_ascii=False``, separators ``(",", ":")``, a trailing ``\\n``.
+
+    Raises:
+        ValueError: on NaN or infinity anywhere in ``obj``.
+        TypeError: on a value JSON cannot encode (e.g. a numpy scalar: convert first).
+    """
+    _check_finite(obj)
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks. Raises ``OSError`` if unreadable."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_records(path: str | Path, records: Iterable[Record]) -> int:
+    """Write records as canonical JSONL (UTF-8, ``\\n``), sorted by ``sample_id`` so the file does not
+    depend on the order records were produced. Creates parent directories. Returns the count."""
+    recs = sorted(records, key=lambda r: r.sample_id)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", encoding="utf-8", newline="\n") as f:
+        for r in recs:
+            f.write(r.to_json())
+    return len(recs)
+
+
+def append_jsonl(path: str | Path, obj: Any) -> None:
+    """Append one canonical JSON line to ``path`` and flush it to disk (``fsync``), so a killed
+    process loses at most the line being written."""
+    import os
+
+    line = canonical_json(obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj)
+    with open(path, "a", encoding="utf-8", newline="\n") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, parsed_json)`` for each non-empty line (1-based numbers). A final line
+    without ``\\n`` that does not parse (a write cut short) is skipped; any other line that does not
+    parse raises :class:`RecordError` naming file and line."""
+    p = Path(path)
+    with open(p, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    last = len(lines)
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield i, json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            if i == last:  # unterminated final line: an interrupted append
+                return
+            raise RecordError(p, i, f"not valid JSON: {e}") from None
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Read and validate every line of a records JSONL file.
+
+    Raises:
+        RecordError: naming file and 1-based line for invalid JSON or a schema mismatch
+            (wrong ``schema_version``, missing or unknown field, wrong type, NaN).
+    """
+    out: list[Record] = []
+    p = Path(path)
+    with open(p, "rb") as f:
+        data = f.read()
+    for i, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            out.append(Record.model_validate_json(raw))
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(x) for x in first.get("loc", ()))
+            raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}") from None
+    return out
+
+
+def record_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of :class:`Record`, as committed in ``schema/record.schema.json``."""
+    schema = Record.model_json_schema()
+    schema["$id"] = f"https://pointfail/schema/record-v{SCHEMA_VERSION}.json"
+    return schema
