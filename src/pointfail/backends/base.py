@@ -1,0 +1,65 @@
+"""The backend contract shared by every model backend and the worker.
+
+A backend turns a batch of :class:`WorkItem` (an opened image plus the prompt actually sent) into one
+result dict per item, in order::
+
+    {"raw_text": str, "model_input_size": [W, H] | None, "prompt_tokens": int | None,
+     "output_tokens": int | None}
+
+``model_input_size`` is ``[width, height]`` in pixels of the image the processor actually fed the
+model (e.g. Qwen's ``image_grid_thw`` times the patch size), ``None`` when the backend has no resized
+input (baselines). The worker adds ``sample_id``, ``seconds`` and ``error``; see the responses format
+in ``docs/architecture.md``. A backend raises on failure; the worker turns the exception into error
+responses (retrying a failed batch one sample at a time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Protocol, runtime_checkable
+
+
+class BackendError(RuntimeError):
+    """A backend cannot be loaded (missing weights, refused remote code, missing dependency).
+    The worker reports it and exits non-zero: an infrastructure failure, never a model outcome."""
+
+
+@dataclass
+class WorkItem:
+    """One request, ready for a backend.
+
+    sample_id: the request's id. image: a ``PIL.Image.Image`` in RGB mode, fully decoded, original
+    size (``image.size`` is ``(W, H)`` in pixels). image_path: where it was read from. prompt: the
+    text sent to the model. task: ``"point"`` or ``"box"``. max_new_tokens: generation limit.
+    """
+
+    sample_id: str
+    image: Any
+    image_path: str
+    prompt: str
+    task: str = "point"
+    max_new_tokens: int = 128
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What ``load()`` returns. ``generate(batch)`` returns one result dict per item, same order;
+    ``info()`` returns provenance facts (checkpoint name, revision, dtype) as plain JSON values."""
+
+    name: str
+
+    def generate(self, batch: list[WorkItem]) -> list[dict[str, Any]]: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+
+def result(raw_text: str, model_input_size: Optional[list[int]] = None, prompt_tokens: Optional[int] = None,
+           output_tokens: Optional[int] = None) -> dict[str, Any]:
+    """Build one backend result dict (the shape documented in this module)."""
+    return {
+        "raw_text": raw_text,
+        "model_input_size": None if model_input_size is None else [int(v) for v in model_input_size],
+        "prompt_tokens": None if prompt_tokens is None else int(prompt_tokens),
+        "output_tokens": None if output_tokens is None else int(output_tokens),
+    }
