@@ -1,0 +1,183 @@
+"""The oracle judge: exact failure modes from a scene graph, for suites that have one.
+
+The synthetic suites (``sheets``, ``text``) and the ``web`` suite write, per image, a scene graph listing
+every visible element a point could land on, with its box, category and instance id (format in
+``docs/architecture.md``, "Generated suites"). On such suites every miss can be labelled from geometry
+alone, which is how judge validity is measured (``pointfail judge-agreement``).
+
+Rules (in this order; the first that applies gives the label). ``p`` is the primary point in pixels of
+the original image, continuous (normalized ``(x, y)`` times ``(W, H)``); boxes are ``[x0, y0, x1, y1]`` in
+pixels with edges inclusive (the PointerBench / ScreenSpot rule, as ``docs/architecture.md`` states).
+
+1. ``off_by_pixels``: the Euclidean distance from ``p`` to the target element's box (0 inside or on its
+   edge) is at most ``tolerance_px`` (inclusive; default :data:`DEFAULT_TOLERANCE_PX`, the study file's
+   ``[judge] oracle_tolerance_px``). This rule comes first, so a point a few pixels into a neighbouring
+   element still counts as a near miss. A point inside the target element's box that the scorer called a
+   miss (the scored region can be smaller than the element's box, e.g. a mask) is also ``off_by_pixels``.
+2. Otherwise the elements whose box contains ``p`` (edges inclusive), excluding the target, are the
+   candidates; the **smallest** (by box area, ties broken by the smaller ``id`` in string order, so the
+   element list's order never matters) is the element the point is on. Nested elements (a word inside a
+   line) therefore resolve to the innermost one; a point exactly on the shared edge of two equal-size
+   neighbours resolves to the one with the smaller id.
+   - same ``category`` as the target → ``wrong_instance``;
+   - another category → ``wrong_category``.
+3. No element contains ``p`` (background, margins, a point outside the image) → ``hallucinated``.
+
+The judgment's ``detail`` names the distance and the element the point fell on, so every oracle label
+can be audited from the record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from pointfail.records import Judgment
+
+SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
+"""The ``schema`` value of a scene graph this oracle reads."""
+
+DEFAULT_TOLERANCE_PX = 8.0
+"""Default ``off_by_pixels`` tolerance in pixels of the original image (``[judge] oracle_tolerance_px``
+in ``study.toml``)."""
+
+
+class SceneGraphError(ValueError):
+    """A scene graph that cannot be used: wrong schema, malformed element, or unknown target id."""
+
+
+def load_scene_graph(path: str | Path) -> dict[str, Any]:
+    """Read and validate a scene graph JSON file.
+
+    Raises:
+        OSError: the file cannot be read.
+        SceneGraphError: not JSON, wrong ``schema``, or an element without ``id``/``category``/a
+            4-number ``box`` (the message names the file).
+    """
+    p = Path(path)
+    try:
+        graph = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise SceneGraphError(f"{p}: not valid JSON: {e}") from None
+    try:
+        validate_scene_graph(graph)
+    except SceneGraphError as e:
+        raise SceneGraphError(f"{p}: {e}") from None
+    return graph
+
+
+def validate_scene_graph(graph: Any) -> None:
+    """Check a scene graph's structure (see ``docs/architecture.md``).
+
+    Raises:
+        SceneGraphError: naming the first problem (schema, element index, field).
+    """
+    if not isinstance(graph, dict):
+        raise SceneGraphError("scene graph is not a JSON object")
+    if graph.get("schema") != SCENE_GRAPH_SCHEMA:
+        raise SceneGraphError(f"schema is {graph.get('schema')!r}, expected {SCENE_GRAPH_SCHEMA!r}")
+    elements = graph.get("elements")
+    if not isinstance(elements, list):
+        raise SceneGraphError("'elements' is not a list")
+    for i, el in enumerate(elements):
+        if not isinstance(el, dict) or not isinstance(el.get("id"), str) or not isinstance(el.get("category"), str):
+            raise SceneGraphError(f"element {i} lacks a string 'id' or 'category'")
+        box = el.get("box")
+        if (
+            not isinstance(box, (list, tuple))
+            or len(box) != 4
+            or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in box)
+        ):
+            raise SceneGraphError(f"element {i} ({el['id']}) has no finite [x0, y0, x1, y1] box")
+
+
+def _sorted_box(box: Sequence[float]) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (float(v) for v in box)
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
+def box_distance_px(point_px: Sequence[float], box: Sequence[float]) -> float:
+    """Euclidean distance in pixels from a point to a closed box ``[x0, y0, x1, y1]`` (0 inside or on an
+    edge). Corners are sorted first."""
+    x, y = float(point_px[0]), float(point_px[1])
+    x0, y0, x1, y1 = _sorted_box(box)
+    dx = max(x0 - x, 0.0, x - x1)
+    dy = max(y0 - y, 0.0, y - y1)
+    return math.hypot(dx, dy)
+
+
+def box_contains(box: Sequence[float], point_px: Sequence[float]) -> bool:
+    """``x0 <= x <= x1 and y0 <= y <= y1`` (edges inclusive), corners sorted first."""
+    x0, y0, x1, y1 = _sorted_box(box)
+    return x0 <= point_px[0] <= x1 and y0 <= point_px[1] <= y1
+
+
+def _area(box: Sequence[float]) -> float:
+    x0, y0, x1, y1 = _sorted_box(box)
+    return (x1 - x0) * (y1 - y0)
+
+
+def oracle_judgment(
+    scene_graph: dict[str, Any],
+    target_id: str,
+    point_px: Sequence[float],
+    tolerance_px: float = DEFAULT_TOLERANCE_PX,
+) -> Judgment:
+    """Label one miss exactly from a scene graph (rules in the module docstring).
+
+    Args:
+        scene_graph: a validated scene graph (``load_scene_graph``), boxes in pixels.
+        target_id: the ``id`` of the target element (the metadata row's ``target_id``).
+        point_px: the primary point ``(x, y)`` in pixels of the original image, origin top-left.
+        tolerance_px: the ``off_by_pixels`` tolerance in pixels (>= 0).
+
+    Returns:
+        ``Judgment(judge="oracle", status="labeled", label=..., options={"tolerance_px": ...},
+        detail=...)``.
+
+    Raises:
+        SceneGraphError: the graph is malformed or has no element ``target_id``.
+        ValueError: a non-finite point or a negative tolerance.
+    """
+    validate_scene_graph(scene_graph)
+    if len(point_px) != 2 or not all(math.isfinite(float(v)) for v in point_px):
+        raise ValueError(f"point must be two finite numbers, got {point_px!r}")
+    if not (tolerance_px >= 0 and math.isfinite(tolerance_px)):
+        raise ValueError(f"tolerance_px must be finite and >= 0, got {tolerance_px!r}")
+    p = (float(point_px[0]), float(point_px[1]))
+    elements = scene_graph["elements"]
+    targets = [el for el in elements if el["id"] == target_id]
+    if not targets:
+        raise SceneGraphError(f"target id {target_id!r} is not an element of the scene graph")
+    target = targets[0]
+    dist = box_distance_px(p, target["box"])
+    where = f"point ({p[0]:.2f}, {p[1]:.2f}) px is {dist:.2f} px from target {target_id} ({target['category']})"
+    options = {"tolerance_px": float(tolerance_px)}
+    if dist <= tolerance_px:
+        return Judgment(
+            judge="oracle",
+            status="labeled",
+            label="off_by_pixels",
+            options=options,
+            detail=f"{where}, within tolerance {float(tolerance_px):g} px",
+        )
+    candidates = [el for el in elements if el["id"] != target_id and box_contains(el["box"], p)]
+    if not candidates:
+        return Judgment(
+            judge="oracle",
+            status="labeled",
+            label="hallucinated",
+            options=options,
+            detail=f"{where}; on no element",
+        )
+    hit = min(candidates, key=lambda el: (_area(el["box"]), el["id"]))
+    label = "wrong_instance" if hit["category"] == target["category"] else "wrong_category"
+    return Judgment(
+        judge="oracle",
+        status="labeled",
+        label=label,
+        options=options,
+        detail=f"{where}; on {hit['id']} ({hit['category']})",
+    )

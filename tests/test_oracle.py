@@ -1,0 +1,162 @@
+"""Oracle judge on hand-built scene graphs: one case per label, and the boundary cases."""
+
+import json
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from pointfail.judge.oracle import (
+    SceneGraphError,
+    box_distance_px,
+    load_scene_graph,
+    oracle_judgment,
+)
+
+# A 400x200 "sheet": a column header row (y 0..20), cells 100x30 below it, a word inside cell B2,
+# and empty margin to the right of x = 300.
+GRAPH = {
+    "schema": "pointfail.scene_graph/1",
+    "image": "0000.png",
+    "width": 400,
+    "height": 200,
+    "elements": [
+        {"id": "column_header:A", "category": "column_header", "box": [0, 0, 100, 20]},
+        {"id": "column_header:B", "category": "column_header", "box": [100, 0, 200, 20]},
+        {"id": "cell:A1", "category": "cell", "box": [0, 20, 100, 50]},
+        {"id": "cell:B1", "category": "cell", "box": [100, 20, 200, 50]},
+        {"id": "cell:C1", "category": "cell", "box": [200, 20, 300, 50]},
+        {"id": "cell:A2", "category": "cell", "box": [0, 50, 100, 80]},
+        {"id": "cell:B2", "category": "cell", "box": [100, 50, 200, 80]},
+        {"id": "word:B2", "category": "word", "box": [110, 55, 150, 75]},
+    ],
+}
+
+
+def label(point, target="cell:A1", tol=8.0):
+    return oracle_judgment(GRAPH, target, point, tol).label
+
+
+def test_off_by_pixels_within_tolerance():
+    # target A1 = [0,20,100,50]; point (105, 35): dx = 105-100 = 5, dy = 0 -> 5 px <= 8
+    j = oracle_judgment(GRAPH, "cell:A1", (105, 35), 8.0)
+    assert j.label == "off_by_pixels" and j.status == "labeled" and j.judge == "oracle"
+    assert j.options == {"tolerance_px": 8.0}
+    assert "5.00 px from target cell:A1" in j.detail
+
+
+def test_wrong_instance_same_category():
+    # (250, 35) is in C1 (a cell), 150 px right of A1's right edge
+    assert label((250, 35)) == "wrong_instance"
+
+
+def test_wrong_category_other_category():
+    # (150, 10) is in column_header:B; distance to A1: dx = 50, dy = 20-10 = 10 -> 50.99 > 8
+    j = oracle_judgment(GRAPH, "cell:A1", (150, 10), 8.0)
+    assert j.label == "wrong_category"
+    assert "on column_header:B (column_header)" in j.detail
+    assert f"{math.hypot(50, 10):.2f} px" in j.detail
+
+
+def test_hallucinated_on_no_element():
+    # (350, 150) is right of every element
+    assert label((350, 150)) == "hallucinated"
+
+
+def test_hallucinated_outside_image():
+    assert label((-40, -40)) == "hallucinated"
+    assert label((1000, 35)) == "hallucinated"
+
+
+def test_tolerance_is_inclusive_at_exactly_tolerance():
+    # A1's right edge is x = 100: a point at x = 108 is exactly 8 px away -> off_by_pixels;
+    # x = 108.01 is beyond, and lies in B1 -> wrong_instance
+    assert label((108, 35)) == "off_by_pixels"
+    assert label((108.01, 35)) == "wrong_instance"
+
+
+def test_tolerance_zero_point_on_target_edge_counts_as_inside():
+    # distance from (100, 35) to A1 is 0 (on the inclusive edge) -> off_by_pixels even at tolerance 0
+    assert label((100, 35), tol=0.0) == "off_by_pixels"
+
+
+def test_corner_distance_is_euclidean():
+    # (106, 56) vs A1 corner (100, 50): sqrt(36 + 36) = 8.485 > 8 -> lands in B2 (cell)
+    assert box_distance_px((106, 56), [0, 20, 100, 50]) == pytest.approx(math.sqrt(72))
+    assert label((106, 56)) == "wrong_instance"
+    assert label((106, 56), tol=8.5) == "off_by_pixels"
+
+
+def test_nested_elements_smallest_wins():
+    # (120, 60) is inside cell:B2 (area 100*30 = 3000) and word:B2 (area 40*20 = 800): the word wins
+    j = oracle_judgment(GRAPH, "cell:A1", (120, 60), 8.0)
+    assert j.label == "wrong_category" and "on word:B2 (word)" in j.detail
+    # with a cell as target, the point is on the word inside B2, not on the cell B2 itself:
+    # wrong_category, not wrong_instance
+    assert label((120, 60), target="cell:C1") == "wrong_category"
+
+
+def test_shared_edge_of_equal_neighbours_resolves_to_smaller_id():
+    # (200, 35) lies on the shared edge of B1 and C1 (both 3000 px^2); target A2 far away
+    # distance to A2 [0,50,100,80]: dx = 100, dy = 15 -> > 8
+    j = oracle_judgment(GRAPH, "cell:A2", (200, 35), 8.0)
+    assert j.label == "wrong_instance" and "on cell:B1 (cell)" in j.detail
+    # list order does not matter
+    reordered = dict(GRAPH, elements=list(reversed(GRAPH["elements"])))
+    assert oracle_judgment(reordered, "cell:A2", (200, 35), 8.0).detail == j.detail
+
+
+def test_point_inside_target_box_is_off_by_pixels():
+    # the scorer called it a miss (e.g. against a smaller mask), but it is inside the element's box
+    assert label((50, 35), tol=0.0) == "off_by_pixels"
+
+
+def test_target_containing_point_is_not_a_candidate():
+    # the word is the target; a point in the enclosing cell B2 but 20 px from the word -> the cell is
+    # another category (cell vs word) -> wrong_category
+    # word:B2 = [110,55,150,75]; point (175, 60): dx = 25 -> 25 px
+    assert label((175, 60), target="word:B2") == "wrong_category"
+
+
+def test_unknown_target_and_bad_inputs_raise():
+    with pytest.raises(SceneGraphError, match="cell:Z9"):
+        oracle_judgment(GRAPH, "cell:Z9", (1, 1))
+    with pytest.raises(ValueError, match="finite"):
+        oracle_judgment(GRAPH, "cell:A1", (float("nan"), 1))
+    with pytest.raises(ValueError, match="tolerance"):
+        oracle_judgment(GRAPH, "cell:A1", (1, 1), -1)
+    with pytest.raises(SceneGraphError, match="schema"):
+        oracle_judgment(dict(GRAPH, schema="other"), "cell:A1", (1, 1))
+    bad = dict(GRAPH, elements=[{"id": "x", "category": "cell", "box": [0, 0, 1]}])
+    with pytest.raises(SceneGraphError, match="element 0"):
+        oracle_judgment(bad, "x", (1, 1))
+
+
+def test_load_scene_graph_names_file(tmp_path):
+    good = tmp_path / "g.json"
+    good.write_text(json.dumps(GRAPH))
+    assert load_scene_graph(good)["elements"][0]["id"] == "column_header:A"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(SceneGraphError, match="bad.json"):
+        load_scene_graph(bad)
+
+
+@given(
+    st.floats(-50, 450, allow_nan=False),
+    st.floats(-50, 250, allow_nan=False),
+    st.floats(0, 30, allow_nan=False),
+)
+def test_label_invariants(x, y, tol):
+    j = oracle_judgment(GRAPH, "cell:A1", (x, y), tol)
+    d = box_distance_px((x, y), [0, 20, 100, 50])
+    # off_by_pixels exactly when within tolerance
+    assert (j.label == "off_by_pixels") == (d <= tol)
+    # hallucinated exactly when beyond tolerance and on no element
+    on_any = any(
+        e["id"] != "cell:A1"
+        and e["box"][0] <= x <= e["box"][2]
+        and e["box"][1] <= y <= e["box"][3]
+        for e in GRAPH["elements"]
+    )
+    assert (j.label == "hallucinated") == (d > tol and not on_any)
