@@ -1,0 +1,96 @@
+"""The judge prompt and the strict single-label reading rule (read_label)."""
+
+import itertools
+
+import pytest
+from hypothesis import given, strategies as st
+
+from pointfail.judge.protocol import LABEL_SCHEMA, VERDICTS, build_prompt, read_label
+from pointfail.records import FAILURE_MODES, JudgeAttempt
+
+labels = st.sampled_from(FAILURE_MODES)
+
+
+def spell(label: str, sep: str, case: str) -> str:
+    words = label.split("_")
+    text = sep.join(words)
+    return {"lower": text.lower(), "upper": text.upper(), "title": text.title()}[case]
+
+
+decorations = st.sampled_from(["{}", "**{}**", "`{}`", "*{}*", '"{}"', "{}.", "Label: {}", "{}!", "- {}", "## {}\n"])
+
+
+@given(labels, st.sampled_from(["_", "-", " ", "", "  ", " - "]), st.sampled_from(["lower", "upper", "title"]), decorations)
+def test_one_label_any_spelling_is_accepted(label, sep, case, deco):
+    reply = deco.format(spell(label, sep, case))
+    assert read_label(reply) == (label, "accepted")
+
+
+@given(labels, labels, decorations)
+def test_two_different_labels_are_rejected(a, b, deco):
+    reply = deco.format(a) + " or " + deco.format(b)
+    expected = (a, "accepted") if a == b else (None, "rejected_two_labels")
+    assert read_label(reply) == expected
+
+
+@given(labels, st.sampled_from(["not ", "Not ", "NOT ", "isn't ", "It is not a ", "never ", "no "]))
+def test_negated_label_is_rejected(label, neg):
+    assert read_label(neg + label.replace("_", " ")) == (None, "rejected_negated")
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_never_raises_and_verdict_is_known(text):
+    label, verdict = read_label(text)
+    assert verdict in VERDICTS
+    assert (label is not None) == (verdict == "accepted")
+    if label is not None:
+        assert label in FAILURE_MODES
+        JudgeAttempt(attempt=1, reply=text, verdict=verdict, label=label)  # fits the record
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("hallucinated", ("hallucinated", "accepted")),
+        ("The model's point is wrong_instance.", ("wrong_instance", "accepted")),
+        ("I would say this is a **wrong-category** error.", ("wrong_category", "accepted")),
+        ("```\noff_by_pixels\n```", ("off_by_pixels", "accepted")),
+        ('{"label": "wrong_category"}', ("wrong_category", "accepted")),
+        ("Label: hallucinated. The point is hallucinated.", ("hallucinated", "accepted")),
+        ("Not sure, but hallucinated", ("hallucinated", "accepted")),  # the comma ends the negated clause
+        ("OFF BY PIXELS", ("off_by_pixels", "accepted")),
+        ("ｗｒｏｎｇ＿ｉｎｓｔａｎｃｅ", ("wrong_instance", "accepted")),  # full-width, NFKC
+        ("wrong_instance or wrong_category", (None, "rejected_two_labels")),
+        ("It is not off_by_pixels; it is hallucinated.", (None, "rejected_two_labels")),
+        ("not hallucinated", (None, "rejected_negated")),
+        ("This isn’t a wrong instance", (None, "rejected_negated")),  # typographic apostrophe
+        ("non-hallucinated", (None, "rejected_negated")),
+        ("hallucination", (None, "rejected_no_label")),  # not the label name
+        ("wrong_instances", (None, "rejected_no_label")),  # glued to a letter
+        ("I cannot tell.", (None, "rejected_no_label")),
+        ("", (None, "rejected_empty")),
+        ("  \n\t", (None, "rejected_empty")),
+        (None, (None, "rejected_empty")),
+    ],
+)
+def test_fixed_replies(reply, expected):
+    assert read_label(reply) == expected
+
+
+def test_prompt_restates_instruction_and_defines_every_label():
+    p = build_prompt("  point to the mug on the left ")
+    assert '"point to the mug on the left"' in p
+    assert "green" in p and "red marker" in p
+    for label in FAILURE_MODES:
+        assert sum(line.startswith(f"- {label}: ") for line in p.splitlines()) == 1
+    assert "exactly one label" in p
+    assert "outside the image" not in p
+    assert "outside the image" in build_prompt("x", point_outside_image=True)
+    # fixed: the same input gives the same text
+    assert build_prompt("a") == build_prompt("a")
+
+
+def test_schema_enumerates_the_labels():
+    assert LABEL_SCHEMA["properties"]["label"]["enum"] == list(FAILURE_MODES)
+    for a, b in itertools.combinations(FAILURE_MODES, 2):
+        assert read_label(f'{{"label": "{a}", "alt": "{b}"}}')[1] == "rejected_two_labels"
