@@ -1,0 +1,241 @@
+"""Helpers shared by the benchmark loaders: the error type, JSON readers that name the file and line,
+image and mask inspection, and file look-up by Unicode-normalized (NFC) name.
+
+Nothing here imports torch or transformers; Pillow and numpy are imported inside the functions that
+need them.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pointfail.records import ImageRef, canonical_json, sha256_bytes, sha256_file
+
+__all__ = [
+    "BenchmarkError",
+    "Problems",
+    "read_json",
+    "read_jsonl",
+    "nfc",
+    "NfcIndex",
+    "image_ref",
+    "mask_stats",
+    "boxes_sha256",
+    "check_box",
+]
+
+_MAX_LISTED = 20
+
+
+class BenchmarkError(ValueError):
+    """A benchmark directory that is missing files or whose files disagree with each other.
+
+    Attributes:
+        benchmark: the benchmark name (``point-bench``, ``pointerbench-text``, ...).
+        problems: one human-readable line per problem, each naming the file (and row) at fault.
+        files: the paths named by the problems (missing images for :func:`require_images`).
+
+    The message lists the first 20 problems and how many more there are.
+    """
+
+    def __init__(self, benchmark: str, problems: Iterable[str], files: Iterable[str] = ()):
+        self.benchmark = benchmark
+        self.problems = list(problems)
+        self.files = list(files)
+        shown = self.problems[:_MAX_LISTED]
+        more = len(self.problems) - len(shown)
+        lines = "\n".join(f"  - {p}" for p in shown)
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        super().__init__(f"{benchmark}: {len(self.problems)} problem(s):\n{lines}{tail}")
+
+
+class Problems:
+    """Collects every problem found while loading, so one :class:`BenchmarkError` lists them all
+    instead of stopping at the first."""
+
+    def __init__(self, benchmark: str):
+        self.benchmark = benchmark
+        self.items: list[str] = []
+        self.files: list[str] = []
+
+    def add(self, message: str, path: str | Path | None = None) -> None:
+        """Record one problem; ``path`` (if given) is added to :attr:`BenchmarkError.files`."""
+        self.items.append(message)
+        if path is not None:
+            self.files.append(str(path))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def raise_if_any(self) -> None:
+        """Raise :class:`BenchmarkError` with every collected problem, if there is one."""
+        if self.items:
+            raise BenchmarkError(self.benchmark, self.items, self.files)
+
+
+def read_json(path: Path, benchmark: str) -> Any:
+    """Parse a JSON file (UTF-8).
+
+    Raises:
+        BenchmarkError: the file is missing or not valid JSON (naming the file and line).
+    """
+    if not path.is_file():
+        raise BenchmarkError(benchmark, [f"missing file {path}"], [str(path)])
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BenchmarkError(benchmark, [f"{path}:{e.lineno}: not valid JSON: {e.msg}"], [str(path)]) from None
+    except UnicodeDecodeError as e:
+        raise BenchmarkError(benchmark, [f"{path}: not UTF-8: {e}"], [str(path)]) from None
+
+
+def read_jsonl(path: Path, benchmark: str) -> list[tuple[int, Any]]:
+    """Parse a JSONL file into ``(1-based line number, object)`` pairs, skipping blank lines.
+
+    Raises:
+        BenchmarkError: the file is missing, or a line is not valid JSON (naming file and line).
+    """
+    if not path.is_file():
+        raise BenchmarkError(benchmark, [f"missing file {path}"], [str(path)])
+    out: list[tuple[int, Any]] = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append((i, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise BenchmarkError(benchmark, [f"{path}:{i}: not valid JSON: {e.msg}"], [str(path)]) from None
+    return out
+
+
+def nfc(name: str) -> str:
+    """Unicode NFC normal form of a file name (macOS writes NFD names; the JSON may hold NFC)."""
+    return unicodedata.normalize("NFC", name)
+
+
+class NfcIndex:
+    """Files of one directory (recursively) keyed by their NFC-normalized path relative to it, so a
+    name written in NFD on disk and NFC in the metadata (or the reverse) still matches.
+
+    Two files whose names normalize to the same key are ambiguous and reported by :meth:`find`'s
+    caller through :attr:`collisions`.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.files: dict[str, Path] = {}
+        self.collisions: dict[str, list[Path]] = {}
+        if root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_file():
+                    key = nfc(p.relative_to(root).as_posix())
+                    if key in self.files:
+                        self.collisions.setdefault(key, [self.files[key]]).append(p)
+                    else:
+                        self.files[key] = p
+
+    def find(self, relative: str) -> Path | None:
+        """The file whose NFC relative path equals NFC(``relative``), or ``None``."""
+        return self.files.get(nfc(relative.replace("\\", "/")))
+
+
+def image_ref(path: Path, *, expected_size: tuple[int, int] | None = None,
+              problems: Problems | None = None, hash_file: bool = True) -> ImageRef | None:
+    """Describe an image file: its size in pixels (read from the header, the pixels are not decoded)
+    and the sha256 of its bytes.
+
+    Args:
+        path: the image file.
+        expected_size: ``(W, H)`` the metadata declares; a mismatch is a problem.
+        problems: where to record an unreadable file or a size mismatch; ``None`` raises instead.
+        hash_file: compute ``sha256`` (``False`` leaves it ``None``).
+
+    Returns:
+        The :class:`ImageRef`, or ``None`` when the file is unreadable (the problem is recorded).
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            w, h = im.size
+    except (OSError, UnidentifiedImageError) as e:
+        msg = f"unreadable image {path}: {e}"
+        if problems is None:
+            raise BenchmarkError("image", [msg], [str(path)]) from None
+        problems.add(msg, path)
+        return None
+    if expected_size is not None and (w, h) != tuple(expected_size):
+        msg = f"image {path} is {w}x{h}, metadata says {expected_size[0]}x{expected_size[1]}"
+        if problems is None:
+            raise BenchmarkError("image", [msg], [str(path)])
+        problems.add(msg, path)
+        return None
+    return ImageRef(path=path.as_posix(), width=int(w), height=int(h),
+                    sha256=sha256_file(path) if hash_file else None)
+
+
+def mask_stats(path: Path, image_size: tuple[int, int], problems: Problems,
+               threshold: int = 127) -> tuple[str, float] | None:
+    """Check a mask file against its image and measure it.
+
+    The mask is binarized the Point-Bench way (a pixel is inside when its value is > ``threshold``;
+    for a multi-channel mask, when any channel is). It must be the image's size ``(W, H)``.
+
+    Returns:
+        ``(sha256 of the file bytes, area in pixels inside the mask)``, or ``None`` after recording
+        a problem (unreadable file, wrong size, empty mask).
+    """
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            if im.size != tuple(image_size):
+                problems.add(f"mask {path} is {im.size[0]}x{im.size[1]}, its image is "
+                             f"{image_size[0]}x{image_size[1]}", path)
+                return None
+            if im.mode == "1":
+                im = im.convert("L")
+            arr = np.asarray(im)
+    except (OSError, UnidentifiedImageError) as e:
+        problems.add(f"unreadable mask {path}: {e}", path)
+        return None
+    inside = arr > threshold
+    if inside.ndim == 3:
+        inside = inside.any(axis=2)
+    area = int(inside.sum())
+    if area == 0:
+        problems.add(f"mask {path} is empty (no pixel > {threshold})", path)
+        return None
+    return sha256_file(path), float(area)
+
+
+def boxes_sha256(boxes: list[list[float]]) -> str:
+    """sha256 of the canonical JSON of a list of boxes (the ``Target.sha256`` of box targets)."""
+    return sha256_bytes(canonical_json(boxes).encode("utf-8"))
+
+
+def check_box(value: Any) -> tuple[list[float] | None, str | None]:
+    """Validate ``[x0, y0, x1, y1]`` in pixels: four finite numbers with ``x1 >= x0`` and ``y1 >= y0``.
+
+    Returns:
+        ``(box as floats-or-ints, None)`` when valid, ``(None, reason)`` otherwise. A box with
+        ``x2 < x1`` cannot be valid in the ``x1, y1, x2, y2`` format and is rejected, not repaired.
+    """
+    import math
+
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        return None, f"box must be 4 numbers [x1, y1, x2, y2], got {value!r}"
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return None, f"box has a non-number: {value!r}"
+    if not all(math.isfinite(v) for v in value):
+        return None, f"box has a non-finite number: {value!r}"
+    x0, y0, x1, y1 = value
+    if x1 < x0 or y1 < y0:
+        return None, f"box {list(value)} has x2 < x1 or y2 < y1 (invalid in x1,y1,x2,y2 format)"
+    return [v for v in value], None

@@ -1,0 +1,89 @@
+"""Where2Place (RoboPoint) loader.
+
+Official layout (RoboPoint, ``robopoint/eval/summarize_vqa.py`` and the released data)::
+
+    DIR/point_questions.jsonl   # one row per line: question_id, image, text, category (seen|unseen)
+    DIR/images/<image>
+    DIR/masks/NN.jpg            # JPEG mask per question, NN = two-digit index
+
+The official scorer opens ``masks/{idx:02d}.jpg`` for the row at position ``idx`` and reads the mask
+as grey values / 255 (JPEG masks are not exactly binary). This loader names masks by ``question_id``
+and requires it to equal the row's position, so the two conventions cannot silently disagree.
+
+The question ``text`` is kept verbatim: it usually starts with an ``<image>`` line and ends with the
+RoboPoint answer-format directive; :func:`pointfail.prompts.strip_directives` removes both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pointfail.records import Sample, Target
+
+from ._common import NfcIndex, Problems, image_ref, mask_stats, read_jsonl
+
+NAME = "where2place"
+AXES = ("category",)
+
+
+def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:
+    """Load Where2Place from ``data_dir`` in the official layout (see the module docstring).
+
+    Returns:
+        One point-task :class:`Sample` per question, mask target ``masks/NN.jpg``, ``metadata``
+        ``category`` (``seen``/``unseen``) and ``question_id``; ``sample_id`` is the question id
+        zero-padded to 3 digits; sorted by ``sample_id``.
+
+    Raises:
+        BenchmarkError: the questions file is missing or malformed, a ``question_id`` disagrees with
+            its row position, an image or mask is missing, unreadable, empty or not the image's size.
+    """
+    root = Path(data_dir)
+    problems = Problems(NAME)
+    qfile = root / "point_questions.jsonl"
+    rows = read_jsonl(qfile, NAME)
+    images = NfcIndex(root / "images")
+    samples: dict[str, Sample] = {}
+    for idx, (line, row) in enumerate(rows):
+        where = f"{qfile}:{line}"
+        if not isinstance(row, dict):
+            problems.add(f"{where}: not an object")
+            continue
+        missing = [k for k in ("question_id", "image", "text") if row.get(k) in (None, "")]
+        if missing:
+            problems.add(f"{where}: missing field(s) {missing}")
+            continue
+        try:
+            qid = int(row["question_id"])
+        except (TypeError, ValueError):
+            problems.add(f"{where}: question_id {row['question_id']!r} is not an integer")
+            continue
+        if qid != idx:
+            problems.add(f"{where}: question_id {qid} is not the row position {idx}; the official "
+                         f"scorer pairs masks/NN.jpg with the row position")
+            continue
+        img_path = images.find(str(row["image"]))
+        if img_path is None:
+            problems.add(f"{where}: missing image {root / 'images' / row['image']}", root / "images" / str(row["image"]))
+            continue
+        mask_path = root / "masks" / f"{qid:02d}.jpg"
+        if not mask_path.is_file():
+            problems.add(f"{where}: missing mask {mask_path}", mask_path)
+            continue
+        img = image_ref(img_path, problems=problems)
+        if img is None:
+            continue
+        stats = mask_stats(mask_path, (img.width, img.height), problems)
+        if stats is None:
+            continue
+        sha, area = stats
+        sid = f"{qid:03d}"
+        target = Target(kind="mask", mask_path=mask_path.as_posix(), sha256=sha, area_px=area,
+                        eval={"type": "mean_mask_value", "scale": 255,
+                              "rule": "mean over all predicted points of mask/255; outside image = 0"})
+        samples[sid] = Sample(sample_id=sid, benchmark=NAME, image=img, instruction=str(row["text"]),
+                              task="point", target=target,
+                              metadata={"category": str(row.get("category", "")), "question_id": qid})
+    problems.raise_if_any()
+    out = [samples[k] for k in sorted(samples)]
+    return out[:limit] if limit is not None else out
