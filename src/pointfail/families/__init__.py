@@ -1,0 +1,305 @@
+"""Model families: one file per family, each declaring its prompt phrasing, its output parser and its
+coordinate frame (``shared/DESIGN.md``, "Layout"; issue 2, "Model families").
+
+Public API::
+
+    get_family(name) -> Family          # KeyError listing the known names
+    list_families() -> list[Family]     # sorted by name
+
+Adding a family is one file ``families/<name>.py`` that defines ``FAMILY = <Family subclass>()``;
+the registry discovers it. Files starting with ``_`` are helpers.
+
+Parsing pipeline (:meth:`Family.parse`), the same for every family; each step is a named rule:
+
+1. NFKC normalization (``fullwidth``), U+2212 as minus.
+2. Reasoning: only text after a closed ``</think>`` counts; an unclosed ``<think>`` is
+   ``no_prediction`` with reason ``truncated``. ``<answer>…</answer>`` keeps its content.
+3. Markdown fences: only their content counts (``fenced``).
+4. The family's readers (:meth:`Family.extract`) find coordinate groups in its own syntax; if they
+   find none, the generic ``x=…, y=…`` reader is tried (``xy_pairs``).
+5. Each group's numbers are read strictly (signs, decimals, exponents, ``512px``); NaN, infinities
+   and malformed numbers drop that group with the reason (``non_finite_number``,
+   ``malformed_number``) recorded in ``ignored`` — never a crash, never a point at (0, 0).
+6. Numbers are reordered from the frame's declared order (``yx`` for Gemini, PaliGemma) and converted
+   with the family's :class:`~pointfail.frames.Frame`, never guessed from their size. Negative and
+   out-of-image values are kept (flag ``out_of_image``), not clamped.
+7. Boxes: inverted corners are sorted (``inverted_box``); a zero-area box (no width or no height)
+   is a point at its centre (``zero_area_box``).
+8. **Boxes and points across tasks** (a decision, documented here): for a *point* task, every box
+   answer also contributes its centre as a point, at its place in the reply (flag ``box_center``);
+   for a *box* task, points never become boxes (a point-only answer to a box task has no box; the
+   points are still reported, and scoring decides what that answer gets).
+9. A reply that ends mid-structure is flagged ``truncated``; the complete points before the cut are
+   kept. With nothing parsed, ``reason`` says why: the first number error, else ``truncated``, else
+   ``empty`` or ``no_coordinates``.
+
+All points are kept in the order written; the first is the primary point.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import ClassVar, Optional
+
+from pointfail.families._text import (
+    Diagnostics,
+    Item,
+    NumberError,
+    looks_truncated,
+    normalize,
+    read_number,
+    read_xy_pairs,
+    sort_items,
+    strip_fences,
+    strip_reasoning,
+)
+from pointfail.frames import Frame, FrameError
+from pointfail.records import ParseResult
+
+__all__ = ["Family", "get_family", "list_families", "FrameError"]
+
+Size = tuple[float, float]
+
+
+class Family:
+    """A model family: native prompt phrasing, output parser and coordinate frame.
+
+    Subclasses set the class attributes and implement :meth:`extract` (find coordinate groups in the
+    family's syntax) and :meth:`format_point`/:meth:`format_box` (write that syntax, for tests and
+    generators). Instances are stateless; :func:`get_family` returns a shared one.
+
+    Attributes:
+        name: registry name (``"molmo"``, ``"qwen2_5_vl"``, …).
+        frame: the declared coordinate frame.
+        checkpoints: hub ids of the checkpoints this family covers (documentation; the study file
+            names the one used).
+        backend: module that loads and runs the model inside its image (``pointfail.backends.<name>``),
+            ``None`` for parse-only families.
+        point_prompt / box_prompt: templates with ``{core}`` (replaced literally, not ``str.format``).
+        system_prompt: a system message to send with the prompt, or ``None``.
+        decimals: digits after the decimal point the model writes (precision of :meth:`format_point`).
+    """
+
+    name: ClassVar[str] = ""
+    frame: ClassVar[Frame]
+    checkpoints: ClassVar[tuple[str, ...]] = ()
+    backend: ClassVar[Optional[str]] = None
+    point_prompt: ClassVar[str] = "{core}"
+    box_prompt: ClassVar[str] = "{core}"
+    system_prompt: ClassVar[Optional[str]] = None
+    decimals: ClassVar[int] = 0
+
+    # ---------------------------------------------------------------- prompts
+
+    def prompt(self, core_instruction: str, task: str = "point") -> str:
+        """The instruction wrapped in the family's native phrasing for ``task`` (``"point"`` or
+        ``"box"``). Raises ``ValueError`` for another task."""
+        from pointfail.families._text import clean_core, point_to
+
+        if task not in ("point", "box"):
+            raise ValueError(f"task must be 'point' or 'box', got {task!r}")
+        core = clean_core(core_instruction)
+        tpl = self.point_prompt if task == "point" else self.box_prompt
+        return tpl.replace("{point_to}", point_to(core)).replace("{core}", core)
+
+    # ---------------------------------------------------------------- parsing
+
+    def extract(self, text: str, diag: Diagnostics) -> list[Item]:
+        """Find the coordinate groups written in this family's syntax (subclasses)."""
+        raise NotImplementedError
+
+    def convert(self, item: Item, numbers: list[float], image_size, model_input_size) -> list[float]:
+        """Convert one item's numbers (in written order) to normalized ``[x, y]`` or
+        ``[x0, y0, x1, y1]`` (corners unsorted). Default: reorder each pair with the frame's order and
+        convert with :meth:`Frame.to_unit`. Kosmos-2 overrides it."""
+        out: list[float] = []
+        for i in range(0, len(numbers), 2):
+            x, y = self.frame.as_xy(numbers[i], numbers[i + 1])
+            out.extend(self.frame.to_unit(x, y, image_size, model_input_size))
+        return out
+
+    def parse(
+        self,
+        text: Optional[str],
+        image_size: Size,
+        model_input_size: Optional[Size] = None,
+        task: str = "point",
+    ) -> ParseResult:
+        """Parse a model reply into normalized points and boxes (see the module docstring for rules).
+
+        Args:
+            text: the raw model text (``None`` is treated as empty).
+            image_size: ``(W, H)`` of the original image in pixels.
+            model_input_size: ``(Wr, Hr)`` the processor produced; required for ``pixels_resized``.
+            task: ``"point"`` or ``"box"``.
+
+        Returns:
+            :class:`~pointfail.records.ParseResult` with points/boxes in the unit square, origin top-left,
+            the frame name, flags, ignored fragments and, when nothing was parsed, the reason.
+
+        Raises:
+            FrameError: the caller did not supply a size the frame needs (``model_input_size`` for a
+                resized-input frame) or a size is not positive. Never raised because of the text.
+            ValueError: ``task`` is not ``point`` or ``box``.
+        """
+        if task not in ("point", "box"):
+            raise ValueError(f"task must be 'point' or 'box', got {task!r}")
+        # fail on caller errors before reading the text, so they never depend on the reply
+        self.frame.to_unit(0.0, 0.0, image_size, model_input_size)
+        if self.frame.kind != "pixels_original" and image_size is not None:
+            from pointfail.frames import _check_size
+
+            _check_size(image_size, "image_size")
+        diag = Diagnostics()
+        result = dict(family=self.name, frame=self.frame.name)
+        if not text or not text.strip():
+            return ParseResult(**result, reason="empty")
+        s = normalize(text, diag)
+        answer = strip_reasoning(s, diag)
+        if answer is None:
+            return ParseResult(**result, flags=diag.flags, reason="truncated", truncated=True)
+        answer = strip_fences(answer, diag)
+        if not answer.strip():
+            return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="empty")
+        items = sort_items(self.extract(answer, diag))
+        if not items:
+            items = read_xy_pairs(answer, diag)
+            if items:
+                diag.flag("xy_pairs")
+        truncated = looks_truncated(answer)
+        if truncated:
+            diag.flag("truncated")
+
+        points: list[list[float]] = []
+        boxes: list[list[float]] = []
+        for it in items:
+            try:
+                nums = [read_number(t, diag) for t in it.tokens]
+            except NumberError as e:
+                diag.ignore(e.reason, it.source)
+                diag.bad_reasons.append(e.reason)
+                continue
+            vals = self.convert(it, nums, image_size, model_input_size)
+            if len(vals) == 2:
+                points.append(vals)
+                continue
+            x0, y0, x1, y1 = vals
+            if x0 > x1 or y0 > y1:
+                diag.flag("inverted_box")
+                x0, x1 = min(x0, x1), max(x0, x1)
+                y0, y1 = min(y0, y1), max(y0, y1)
+            centre = [(x0 + x1) / 2.0, (y0 + y1) / 2.0]
+            if x0 == x1 or y0 == y1:
+                diag.flag("zero_area_box")
+                points.append(centre)
+                continue
+            boxes.append([x0, y0, x1, y1])
+            if task == "point":
+                diag.flag("box_center")
+                points.append(centre)
+        for p in points + [b[:2] for b in boxes] + [b[2:] for b in boxes]:
+            if not (0.0 <= p[0] <= 1.0 and 0.0 <= p[1] <= 1.0):
+                diag.flag("out_of_image")
+                break
+        reason = None
+        if not points and not boxes:
+            if diag.bad_reasons:
+                reason = diag.bad_reasons[0]
+            elif truncated:
+                reason = "truncated"
+            else:
+                reason = "no_coordinates"
+        return ParseResult(
+            **result,
+            points=points,
+            boxes=boxes,
+            flags=diag.flags,
+            ignored=diag.ignored,
+            reason=reason,
+            truncated=truncated,
+        )
+
+    # ---------------------------------------------------------------- writing (tests, generators)
+
+    def _frame_values(self, x: float, y: float, image_size, model_input_size) -> tuple[float, float]:
+        fx, fy = self.frame.from_unit(x, y, image_size, model_input_size)
+        if self.frame.kind in ("bins", "patch_grid"):
+            return int(fx), int(fy)
+        if self.decimals == 0:
+            return int(round(fx)), int(round(fy))
+        return round(fx, self.decimals), round(fy, self.decimals)
+
+    def _num(self, v) -> str:
+        if isinstance(v, int):
+            return str(v)
+        return f"{v:.{self.decimals}f}"
+
+    def format_point(self, x: float, y: float, image_size: Size, model_input_size: Optional[Size] = None) -> str:
+        """Write the normalized point ``(x, y)`` in this family's syntax at its real precision."""
+        raise NotImplementedError
+
+    def format_box(
+        self, x0: float, y0: float, x1: float, y1: float, image_size: Size, model_input_size: Optional[Size] = None
+    ) -> str:
+        """Write the normalized box in this family's syntax at its real precision. Families that
+        cannot answer with a box raise ``NotImplementedError``."""
+        raise NotImplementedError
+
+    def tolerance(self, image_size: Size, model_input_size: Optional[Size] = None) -> tuple[float, float]:
+        """Largest normalized error ``(tx, ty)`` that formatting at the family's precision and
+        parsing back can introduce: half a unit of the last written digit, or half a bin/patch."""
+        qx, qy = self.frame.quantum(image_size, model_input_size)
+        if self.frame.kind in ("bins", "patch_grid"):
+            return qx / 2.0, qy / 2.0
+        step = 10.0 ** (-self.decimals)
+        return qx * step / 2.0, qy * step / 2.0
+
+    @property
+    def can_box(self) -> bool:
+        """Whether the family's syntax can express a box."""
+        return type(self).format_box is not Family.format_box
+
+    def __repr__(self) -> str:
+        return f"<Family {self.name} frame={self.frame.name}>"
+
+
+# ---------------------------------------------------------------------------------------------------
+# registry
+# ---------------------------------------------------------------------------------------------------
+
+_REGISTRY: Optional[dict[str, Family]] = None
+
+
+def _load() -> dict[str, Family]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        found: dict[str, Family] = {}
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            if info.name.startswith("_"):
+                continue
+            mod = importlib.import_module(f"{__name__}.{info.name}")
+            fam = getattr(mod, "FAMILY", None)
+            if isinstance(fam, Family):
+                found[fam.name] = fam
+        _REGISTRY = found
+    return _REGISTRY
+
+
+def get_family(name: str) -> Family:
+    """The registered family called ``name``.
+
+    Raises:
+        KeyError: unknown name; the message lists every known family.
+    """
+    reg = _load()
+    try:
+        return reg[name]
+    except KeyError:
+        raise KeyError(f"unknown family {name!r}; known families: {', '.join(sorted(reg))}") from None
+
+
+def list_families() -> list[Family]:
+    """Every registered family, sorted by name."""
+    reg = _load()
+    return [reg[k] for k in sorted(reg)]

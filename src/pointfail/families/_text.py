@@ -1,0 +1,379 @@
+"""Shared text handling for the family parsers: normalization, reasoning and fence stripping, number
+reading, and the small readers (keyed JSON lists, bare lists, tags, ``x=…, y=…`` pairs) the family
+files combine.
+
+Every reader returns :class:`Item` objects holding the model's *raw* number tokens in the order the
+model wrote them, with their position in the text; :class:`pointfail.families.Family` turns them into
+numbers (:func:`read_number`), reorders them with the frame's declared order and converts them.
+Nothing here guesses a coordinate frame.
+
+Rule names (they appear in ``ParseResult.flags``/``reason`` and in the tests):
+
+``fullwidth`` / ``nfkc``       text was NFKC-normalized (full-width digits ``１２３`` read as ``123``)
+``unicode_minus``              U+2212 MINUS SIGN read as ``-``
+``think_stripped``             reasoning before a closed ``</think>`` was dropped
+``truncated``                  unclosed reasoning (``reason``), or the answer was cut mid-structure
+``answer_tag``                 only the content of ``<answer>…</answer>`` was read
+``fenced``                     only the content of markdown code fences was read
+``unit_px``                    a ``px``/``pixels`` unit after a number was dropped (``512px``)
+``quoted_number``              a number written as a string (``"512"``)
+``malformed_number`` / ``non_finite_number`` / ``wrong_arity``   reasons for ignoring an item
+``after_prose``                a bare list after prose (not part of the answer) was ignored
+``xy_pairs``                   the fallback ``x=…, y=…`` reader found the coordinates
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+# --------------------------------------------------------------------------------------------------
+# data passed between readers and the Family base class
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    """One coordinate group found in the text.
+
+    kind: ``"point"`` (2 tokens) or ``"box"`` (4 tokens: two corners).
+    tokens: raw number strings in the order the model wrote them (frame order, e.g. ``y, x``).
+    start: character offset in the (normalized, stripped) answer text; items are used in this order.
+    source: the text fragment, for diagnostics.
+    """
+
+    kind: str
+    tokens: list[str]
+    start: int
+    source: str
+
+
+@dataclass
+class Diagnostics:
+    """Flags and ignored fragments collected while parsing one reply."""
+
+    flags: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    bad_reasons: list[str] = field(default_factory=list)
+
+    def flag(self, name: str) -> None:
+        """Record a rule name once, keeping first-seen order."""
+        if name not in self.flags:
+            self.flags.append(name)
+
+    def ignore(self, reason: str, fragment: str) -> None:
+        """Record a fragment that looked like coordinates but was not used, and why."""
+        frag = fragment.strip()
+        if len(frag) > 120:
+            frag = frag[:117] + "..."
+        self.ignored.append(f"{reason}: {frag}")
+
+
+class NumberError(ValueError):
+    """A token that is not a finite decimal number; ``reason`` is ``malformed_number`` or
+    ``non_finite_number``."""
+
+    def __init__(self, reason: str, token: str):
+        self.reason = reason
+        self.token = token
+        super().__init__(f"{reason}: {token!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# normalization and stripping
+# --------------------------------------------------------------------------------------------------
+
+
+def normalize(text: str, diag: Diagnostics) -> str:
+    """NFKC-normalize ``text`` (full-width digits, brackets and commas become ASCII) and map U+2212
+    MINUS SIGN to ``-``. Flags ``fullwidth`` when a full-width form (U+FF01–U+FF5E) was present,
+    ``nfkc`` for any other change, ``unicode_minus`` for U+2212."""
+    out = unicodedata.normalize("NFKC", text)
+    if out != text:
+        if any(0xFF01 <= ord(c) <= 0xFF5E for c in text):
+            diag.flag("fullwidth")
+        else:
+            diag.flag("nfkc")
+    if "\u2212" in out:
+        out = out.replace("\u2212", "-")
+        diag.flag("unicode_minus")
+    return out
+
+
+_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S)
+
+
+def strip_reasoning(text: str, diag: Diagnostics) -> Optional[str]:
+    """Keep only the final answer.
+
+    * A closed reasoning block (``<think>…</think>``, also ``thinking``/``reasoning``; or a bare
+      ``</think>`` whose opening tag was in the prompt, as Qwen3 thinking templates do): only the text
+      after the *last* closing tag counts (flag ``think_stripped``).
+    * An opening tag with no closing tag: the reply was cut inside its reasoning; returns ``None``
+      (the caller reports ``no_prediction`` with reason ``truncated``).
+    * ``<answer>…</answer>``: only its content counts (flag ``answer_tag``).
+    """
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+        diag.flag("think_stripped")
+    elif _THINK_OPEN.search(text):
+        diag.flag("truncated")
+        return None
+    m = _ANSWER.search(text)
+    if m:
+        diag.flag("answer_tag")
+        text = m.group(1)
+    return text
+
+
+_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\n?(.*?)(?:```|$)", re.S)
+
+
+def strip_fences(text: str, diag: Diagnostics) -> str:
+    """If the text contains markdown code fences, keep only their contents (joined by newlines; an
+    unclosed final fence keeps everything after it). Digits outside the fences are recorded in
+    ``ignored`` as ``outside_fence``. Flag ``fenced``."""
+    if "```" not in text:
+        return text
+    parts, outside, pos = [], [], 0
+    for m in _FENCE.finditer(text):
+        outside.append(text[pos:m.start()])
+        parts.append(m.group(1))
+        pos = m.end()
+    outside.append(text[pos:])
+    if not parts:
+        return text
+    diag.flag("fenced")
+    for o in outside:
+        if re.search(r"\d", o):
+            diag.ignore("outside_fence", o)
+    return "\n".join(parts)
+
+
+def looks_truncated(text: str) -> bool:
+    """True when the answer ends inside a structure: more ``[``/``{``/``(`` than closers, an open
+    tag (``<point …`` without ``>``), or an odd number of double quotes. Used to flag ``truncated``
+    replies (the complete items before the cut are still kept)."""
+    if text.count("[") > text.count("]") or text.count("{") > text.count("}"):
+        return True
+    if text.count("(") > text.count(")"):
+        return True
+    if re.search(r"<[A-Za-z_|][^<>]*$", text):
+        return True
+    if text.count('"') % 2 == 1:
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------------
+# numbers
+# --------------------------------------------------------------------------------------------------
+
+NUMBER_RE = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER = re.compile(NUMBER_RE)
+_NONFINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.I)
+_UNIT = re.compile(r"(.*?\S)\s*(?:px|pixels?)", re.I | re.S)
+
+
+def read_number(token: str, diag: Optional[Diagnostics] = None) -> float:
+    """Read one coordinate token strictly.
+
+    Accepts an optional sign, digits with an optional decimal part, an optional exponent
+    (``-3``, ``+5``, ``.5``, ``12.``, ``1e2``, ``2.5E-1``), surrounding whitespace and quotes (flag
+    ``quoted_number``) and a trailing ``px``/``pixels`` unit (flag ``unit_px``).
+
+    Raises:
+        NumberError: ``non_finite_number`` for NaN/inf/infinity or an overflow such as ``1e999``;
+            ``malformed_number`` for anything else (``12.3.4``, ``1,5``, ``--2``, empty).
+    """
+    t = token.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        t = t[1:-1].strip()
+        if diag is not None:
+            diag.flag("quoted_number")
+    m = _UNIT.fullmatch(t)
+    if m:
+        t = m.group(1)
+        if diag is not None:
+            diag.flag("unit_px")
+    if _NONFINITE.fullmatch(t):
+        raise NumberError("non_finite_number", token)
+    if not _NUMBER.fullmatch(t):
+        raise NumberError("malformed_number", token)
+    v = float(t)
+    if not math.isfinite(v):
+        raise NumberError("non_finite_number", token)
+    return v
+
+
+def split_tokens(content: str) -> list[str]:
+    """Split the inside of a bracket/paren group into number tokens: on commas when there are any,
+    otherwise on whitespace (``"10 20"``). Surrounding brackets/parens inside are dropped."""
+    c = content.strip()
+    if "," in c:
+        return [t for t in (p.strip() for p in c.split(",")) if t != ""] if c else []
+    return c.split()
+
+
+def item_from_tokens(
+    tokens: list[str], start: int, source: str, diag: Diagnostics, arities=((2, "point"), (4, "box"))
+) -> Optional[Item]:
+    """Make an :class:`Item` when the token count is one of ``arities``; otherwise record
+    ``wrong_arity`` in ``diag`` and return ``None``."""
+    for n, kind in arities:
+        if len(tokens) == n:
+            return Item(kind, tokens, start, source)
+    diag.ignore("wrong_arity", source)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# readers
+# --------------------------------------------------------------------------------------------------
+
+
+def read_keyed_lists(text: str, keys: dict[str, str], diag: Diagnostics) -> list[Item]:
+    """Find ``"key": [a, b, …]`` for each key in ``keys`` (key → ``"point"``/``"box"``/``"any"``),
+    quotes around the key optional, ``:`` or ``=``; a doubly nested ``[[a, b]]`` is read too. Every
+    occurrence counts, in text order (lists of objects, several objects per line). Only complete
+    lists are read: a list cut off by truncation is not an item."""
+    if not keys:
+        return []
+    alt = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
+    pat = re.compile(r"[\"']?\b(" + alt + r")\b[\"']?\s*[:=]\s*\[\s*(\[[^\[\]]*\]|[^\[\]]*)\s*\]", re.I)
+    items: list[Item] = []
+    lower = {k.lower(): v for k, v in keys.items()}
+    for m in pat.finditer(text):
+        kind = lower[m.group(1).lower()]
+        inner = m.group(2).strip()
+        if inner.startswith("["):
+            inner = inner[1:-1]
+        toks = split_tokens(inner)
+        if kind == "point":
+            it = item_from_tokens(toks, m.start(), m.group(0), diag, ((2, "point"),))
+        elif kind == "box":
+            it = item_from_tokens(toks, m.start(), m.group(0), diag, ((4, "box"),))
+        else:
+            it = item_from_tokens(toks, m.start(), m.group(0), diag)
+        if it:
+            items.append(it)
+    return items
+
+
+_SEPARATORS_ONLY = re.compile(r"[\s,;\[\]\(\)\{\}]*")
+
+
+def read_bare_groups(
+    text: str, diag: Diagnostics, open_: str = "[", close: str = "]", arities=((2, "point"), (4, "box"))
+) -> list[Item]:
+    """Read bare coordinate groups ``[a, b]`` (or ``(a, b)`` with ``open_="("``).
+
+    The answer starts at the first group whose token count fits ``arities`` (groups before it, e.g.
+    ``[left one]`` or ``[3]`` in prose, are skipped; those with digits are recorded as
+    ``wrong_arity``). Later groups belong to the answer only while nothing but separators (spaces,
+    commas, semicolons, brackets) stands between them: ``[[1, 2], [3, 4]]`` gives two items, but in
+    ``[1, 2] The scale is [0, 1000].`` the second group follows prose and is ignored (``after_prose``).
+    """
+    pat = re.compile(re.escape(open_) + r"([^\[\]\(\)\{\}]*)" + re.escape(close))
+    items: list[Item] = []
+    last_end: Optional[int] = None
+    for m in pat.finditer(text):
+        toks = split_tokens(m.group(1))
+        if last_end is not None and not _SEPARATORS_ONLY.fullmatch(text[last_end:m.start()]):
+            if re.search(r"\d", m.group(1)):
+                diag.ignore("after_prose", m.group(0))
+            continue
+        if not any(len(toks) == n for n, _ in arities):
+            if re.search(r"\d", m.group(1)):
+                diag.ignore("wrong_arity", m.group(0))
+            continue
+        it = item_from_tokens(toks, m.start(), m.group(0), diag, arities)
+        if it:
+            items.append(it)
+            last_end = m.end()
+    return items
+
+
+_ATTR = re.compile(r"([A-Za-z_][\w-]*)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+))")
+
+
+def tag_attributes(attr_text: str) -> dict[str, str]:
+    """Attributes of an XML-ish tag as a dict (``x="10.5" y='3' alt=mug``); later duplicates win."""
+    out: dict[str, str] = {}
+    for m in _ATTR.finditer(attr_text):
+        val = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else m.group(4)
+        out[m.group(1).lower()] = val
+    return out
+
+
+def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
+    """Molmo-style point tags: ``<point x="…" y="…" alt="…">…</point>`` (one point) and
+    ``<points x1="…" y1="…" x2="…" y2="…" alt="…">…</points>`` (points in index order). A tag with an
+    ``x`` and no matching ``y`` is recorded as ``wrong_arity``. A tag cut off before its ``>`` is not
+    read (the reply is then flagged ``truncated``)."""
+    items: list[Item] = []
+    for m in re.finditer(r"<(points?)\b([^<>]*)>", text, re.I):
+        attrs = tag_attributes(m.group(2))
+        if m.group(1).lower() == "point" and ("x" in attrs or "y" in attrs):
+            if "x" in attrs and "y" in attrs:
+                items.append(Item("point", [attrs["x"], attrs["y"]], m.start(), m.group(0)))
+            else:
+                diag.ignore("wrong_arity", m.group(0))
+            continue
+        idx = sorted({int(k[1:]) for k in attrs if re.fullmatch(r"[xy]\d+", k)})
+        for i in idx:
+            if f"x{i}" in attrs and f"y{i}" in attrs:
+                items.append(Item("point", [attrs[f"x{i}"], attrs[f"y{i}"]], m.start() + i * 1e-3, m.group(0)))
+            else:
+                diag.ignore("wrong_arity", f"x{i}/y{i} in {m.group(0)}")
+    return items
+
+
+_TOK = r"[\"']?[^\s,;()\[\]{}<>\"']+[\"']?"
+_XY_PAIR = re.compile(r"\bx\s*[=:]\s*(" + _TOK + r")\s*[,;]?\s*\by\s*[=:]\s*(" + _TOK + r")", re.I)
+
+
+def read_xy_pairs(text: str, diag: Diagnostics) -> list[Item]:
+    """``x=…, y=…`` / ``x: …, y: …`` pairs (keyword arguments, prose), in text order."""
+    return [Item("point", [m.group(1), m.group(2)], m.start(), m.group(0)) for m in _XY_PAIR.finditer(text)]
+
+
+def sort_items(items: Iterable[Item]) -> list[Item]:
+    """Items in text order (stable), dropping exact duplicates found by two readers."""
+    seen = set()
+    out = []
+    for it in sorted(items, key=lambda i: i.start):
+        key = (it.kind, tuple(it.tokens), it.start)
+        if key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# prompt helpers
+# --------------------------------------------------------------------------------------------------
+
+_IMPERATIVE = re.compile(r"(point|click|tap|locate|find|mark|select|identify|show|detect|press)\b", re.I)
+
+
+def clean_core(core: str) -> str:
+    """Strip whitespace from a core instruction (keep its wording)."""
+    return " ".join(core.split())
+
+
+def point_to(core: str) -> str:
+    """``"Point to <core>"`` for a noun phrase; an instruction that already starts with an imperative
+    pointing verb (point, click, locate, find, …) is kept as written."""
+    c = clean_core(core).rstrip(".")
+    if _IMPERATIVE.match(c):
+        return c
+    if c[:1].isupper() and not c[1:2].isupper():
+        c = c[:1].lower() + c[1:]
+    return f"Point to {c}"

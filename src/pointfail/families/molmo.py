@@ -1,0 +1,44 @@
+"""Molmo (Molmo-7B-D, MolmoE-1B): point tags in percent of the original image.
+
+Convention (Molmo/PixMo paper, arXiv:2409.17146, and the Molmo model cards): pointing answers are
+``<point x="61.5" y="40.2" alt="mug">mug</point>`` for one point,
+``<points x1="…" y1="…" x2="…" y2="…" alt="…">…</points>`` for several, and ``Click(x, y)`` for
+click-style prompts. ``x``/``y`` are percentages (0–100) of the original image's width/height, one
+decimal. Prompt phrasing: "Point to …" (the PixMo-Points instruction). Molmo has no box syntax; for
+a box task it is still asked to point, and its points give no box.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pointfail.families import Family
+from pointfail.families._text import Item, read_point_tags
+from pointfail.frames import Frame
+
+_CLICK = re.compile(r"\bclick\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)", re.I)
+
+
+class Molmo(Family):
+    """Molmo v1 point tags, percent frame."""
+
+    name = "molmo"
+    frame = Frame("percent_100", "percent", 100, "xy", "0-100 percent of the original image (Molmo point tags)")
+    checkpoints = ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924")
+    backend = "pointfail.backends.molmo"
+    point_prompt = "{point_to}"
+    box_prompt = "{point_to}"
+    decimals = 1
+
+    def extract(self, text, diag):
+        items = read_point_tags(text, diag)
+        for m in _CLICK.finditer(text):
+            items.append(Item("point", [m.group(1), m.group(2)], m.start(), m.group(0)))
+        return items
+
+    def format_point(self, x, y, image_size, model_input_size=None):
+        fx, fy = self._frame_values(x, y, image_size, model_input_size)
+        return f'<point x="{self._num(fx)}" y="{self._num(fy)}" alt="target">target</point>'
+
+
+FAMILY = Molmo()

@@ -1,0 +1,47 @@
+"""Qwen2.5-VL: JSON ``point_2d`` / ``bbox_2d`` in absolute pixels of the *resized* model input.
+
+Convention (Qwen2.5-VL technical report, arXiv:2502.13923, and the Qwen2.5-VL grounding cookbook):
+grounding answers are JSON, usually a list of objects in a markdown fence,
+``[{"point_2d": [x, y], "label": "mug"}]`` / ``[{"bbox_2d": [x1, y1, x2, y2], "label": "mug"}]``, in
+absolute pixel coordinates of the image *as the processor resized it* (``smart_resize``, factor 28),
+not of the original. The model also answers in XML point tags ``<points x1="…" y1="…" alt="…">…
+</points>`` in the same pixels. Conversion therefore needs the model-input size the processor produced
+(``Response.model_input_size``); without it :class:`~pointfail.frames.FrameError` is raised.
+Prompt phrasing: "… output its coordinates in JSON format" (point) / "… output its bbox coordinates
+using JSON format" (box), the cookbook's wording.
+"""
+
+from __future__ import annotations
+
+from pointfail.families import Family
+from pointfail.families._text import read_keyed_lists, read_point_tags
+from pointfail.frames import Frame
+
+KEYS = {"point_2d": "point", "bbox_2d": "box"}
+
+
+class Qwen25VL(Family):
+    """Qwen2.5-VL JSON/XML answers, resized-input pixels."""
+
+    name = "qwen2_5_vl"
+    frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
+    checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
+    backend = "pointfail.backends.qwen2_5_vl"
+    point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
+    box_prompt = 'Locate {core}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
+    decimals = 0
+
+    def extract(self, text, diag):
+        return read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+
+    def format_point(self, x, y, image_size, model_input_size=None):
+        fx, fy = self._frame_values(x, y, image_size, model_input_size)
+        return f'```json\n[\n\t{{"point_2d": [{fx}, {fy}], "label": "target"}}\n]\n```'
+
+    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
+        a, b = self._frame_values(x0, y0, image_size, model_input_size)
+        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        return f'```json\n[\n\t{{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "target"}}\n]\n```'
+
+
+FAMILY = Qwen25VL()

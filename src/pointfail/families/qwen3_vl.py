@@ -1,0 +1,48 @@
+"""Qwen3-VL: the Qwen2.5-VL JSON keys (``point_2d`` / ``bbox_2d``) on a 0–1000 grid.
+
+Convention (Qwen3-VL model cards and cookbooks): Qwen3-VL returns grounding coordinates relative to
+the image, scaled to 0–1000 (not resized-input pixels as Qwen2.5-VL did), in the same JSON shapes:
+``[{"point_2d": [x, y], "label": …}]``, ``[{"bbox_2d": [x1, y1, x2, y2], "label": …}]``; XML
+``<points x1 y1 alt>`` tags are read in the same frame. Qwen3-VL's processor uses factor 32
+(patch 16 × merge 2), which does not matter for a 0–1000 frame. Thinking variants emit
+``<think>…</think>`` first (stripped by the shared rules).
+"""
+
+from __future__ import annotations
+
+from pointfail.families import Family
+from pointfail.families._text import read_keyed_lists, read_point_tags
+from pointfail.families.qwen2_5_vl import KEYS
+from pointfail.frames import Frame
+
+
+class Qwen3VL(Family):
+    """Qwen3-VL JSON/XML answers, 0-1000 grid."""
+
+    name = "qwen3_vl"
+    frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid relative to the image (Qwen3-VL)")
+    checkpoints = (
+        "Qwen/Qwen3-VL-2B-Instruct",
+        "Qwen/Qwen3-VL-4B-Instruct",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "Qwen/Qwen3-VL-8B-Thinking",
+    )
+    backend = "pointfail.backends.qwen3_vl"
+    point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
+    box_prompt = 'Locate {core}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
+    decimals = 0
+
+    def extract(self, text, diag):
+        return read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+
+    def format_point(self, x, y, image_size, model_input_size=None):
+        fx, fy = self._frame_values(x, y, image_size, model_input_size)
+        return f'```json\n[{{"point_2d": [{fx}, {fy}], "label": "target"}}]\n```'
+
+    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
+        a, b = self._frame_values(x0, y0, image_size, model_input_size)
+        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        return f'```json\n[{{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "target"}}]\n```'
+
+
+FAMILY = Qwen3VL()
