@@ -1,0 +1,221 @@
+"""Each benchmark's own scoring rule, computed beside pointfail's outcome and labelled with its source.
+
+pointfail's headline outcome is the first parsed point in the target (``pointfail.scoring``). The
+publishers score differently, and :func:`official_score` reproduces their rules (facts taken from
+their evaluators; no code copied):
+
+* **Where2Place** (RoboPoint ``robopoint/eval/summarize_vqa.py``): every predicted point counts; a
+  point's value is the JPEG mask's grey value / 255 at pixel ``(int(x*W), int(y*H))``, 0 when the
+  pixel is outside the image; a predicted box contributes every pixel it covers; the score is the
+  mean over all of them (0 with no prediction).
+* **RefSpatial-Bench** (RoboRefer): the same mean over all predicted points of the in-mask value.
+* **Point-Bench** (PointArena ``model_evaluator.py``): mask binarized at ``> 127`` (any channel of a
+  colour mask); the pixel is ``(int(x), int(y))`` in pixels (truncation toward zero), outside the
+  image is a miss. Non-counting rows keep only the first point; ``counting`` rows need exactly
+  ``count`` points, all inside. No point is a failure.
+* **PointerBench** (``pointerbench-*/eval.py``, release 2a112ed) and generated suites in its layout:
+  ``point_in_bbox`` rows: the first point is correct when ``min(x0,x1) <= x <= max(x0,x1)`` and the
+  same for y (edges inclusive, pixels of the 1024x768 frame). ``iou`` rows: the first box, corners
+  sorted, is correct when coverage (intersection / target area) ``>= min_coverage`` (0.9) and
+  precision (intersection / predicted area) ``>= min_precision`` (0.7); areas are continuous
+  ``(x1-x0)*(y1-y0)``; a zero-area target or prediction gives coverage/precision 0. A missing or
+  malformed prediction is wrong.
+* **ScreenSpot-Pro**: first point inside the box, edges inclusive.
+
+Pixel coordinates are computed from the normalized parse as ``x * W`` rounded to 6 decimals, so a
+point written exactly on an inclusive edge (e.g. ``565`` of 768 rows) is not lost to float noise.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Optional
+
+from pointfail.records import BoxScore, OfficialScore, ParseResult, Sample
+
+__all__ = [
+    "official_score",
+    "point_in_box_inclusive",
+    "pointerbench_box_score",
+    "RULES",
+]
+
+RULES: dict[str, str] = {
+    "where2place": "where2place official (RoboPoint summarize_vqa.py): mean over all predicted points "
+                   "of mask/255, out-of-image points 0",
+    "refspatial": "refspatial official (RoboRefer): mean over all predicted points of the in-mask value",
+    "point-bench": "point-bench official (PointArena model_evaluator.py): first point in mask (>127)",
+    "point-bench-counting": "point-bench official (PointArena model_evaluator.py): counting row, exactly "
+                            "count points, all in mask (>127)",
+    "point_in_bbox": "{bench} official (eval.py): first point in bbox, edges inclusive; missing = wrong",
+    "screenspot-pro": "screenspot-pro official: first point in box, edges inclusive; missing = wrong",
+    "iou": "{bench} official (eval.py): first box with coverage >= {cov} and precision >= {prec}; "
+           "missing or malformed = wrong",
+}
+"""Rule labels written into ``OfficialScore.rule``."""
+
+
+def point_in_box_inclusive(point_px: tuple[float, float], box_px: list[float]) -> bool:
+    """PointerBench / ScreenSpot rule: ``(x, y)`` in pixels is inside ``[x0, y0, x1, y1]`` (pixels)
+    when ``min(x0,x1) <= x <= max(x0,x1)`` and ``min(y0,y1) <= y <= max(y0,y1)``, edges inclusive.
+    A non-finite coordinate is never inside."""
+    x, y = float(point_px[0]), float(point_px[1])
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return False
+    x0, y0, x1, y1 = (float(v) for v in box_px)
+    return min(x0, x1) <= x <= max(x0, x1) and min(y0, y1) <= y <= max(y0, y1)
+
+
+def _sorted_box(b: list[float]) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = (float(v) for v in b)
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
+def pointerbench_box_score(pred_px: Optional[list[float]], target_px: list[float], *,
+                           min_coverage: float = 0.9, min_precision: float = 0.7) -> BoxScore:
+    """PointerBench's asymmetric box rule (``pointerbench-text/eval.py``).
+
+    Args:
+        pred_px: predicted ``[x0, y0, x1, y1]`` in pixels (corners in any order), or ``None`` /
+            anything that is not 4 finite numbers (malformed).
+        target_px: the target box in pixels.
+        min_coverage, min_precision: the row's ``eval`` thresholds.
+
+    Returns:
+        :class:`BoxScore` with IoU, coverage = intersection / target area, precision =
+        intersection / predicted area (continuous areas; a zero area gives 0), and the class:
+        ``hit`` (both thresholds met), ``clipped`` (coverage too low), ``oversized`` (precision too
+        low), ``both``, or ``malformed`` (no valid box; all ratios ``None``).
+    """
+    if (not isinstance(pred_px, (list, tuple)) or len(pred_px) < 4
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                       for v in pred_px[:4])):
+        return BoxScore(box_class="malformed")
+    ax0, ay0, ax1, ay1 = _sorted_box(list(pred_px[:4]))
+    bx0, by0, bx1, by1 = _sorted_box(target_px)
+    inter = max(0.0, min(ax1, bx1) - max(ax0, bx0)) * max(0.0, min(ay1, by1) - max(ay0, by0))
+    pred_area = (ax1 - ax0) * (ay1 - ay0)
+    gt_area = (bx1 - bx0) * (by1 - by0)
+    union = pred_area + gt_area - inter
+    iou = inter / union if union else 0.0
+    coverage = inter / gt_area if gt_area else 0.0
+    precision = inter / pred_area if pred_area else 0.0
+    cov_ok = coverage >= float(min_coverage)
+    prec_ok = precision >= float(min_precision)
+    cls = "hit" if cov_ok and prec_ok else "clipped" if prec_ok else "oversized" if cov_ok else "both"
+    return BoxScore(iou=iou, coverage=coverage, precision=precision, box_class=cls)
+
+
+@lru_cache(maxsize=64)
+def _raw_mask(path: str) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as im:
+        if im.mode == "1":
+            im = im.convert("L")
+        return np.asarray(im)
+
+
+def _graded_mask(path: str) -> Any:
+    """Grey values / 255 (RoboPoint reads the JPEG as ``np.array(Image.open(..)) / 255.``); a colour
+    mask is averaged over its channels first."""
+    arr = _raw_mask(path)
+    if arr.ndim == 3:
+        arr = arr[..., :3].mean(axis=2)
+    return arr / 255.0
+
+
+def _binary_mask(path: str) -> Any:
+    """PointArena binarization: grey > 127, or any channel > 127 for a multi-channel mask."""
+    arr = _raw_mask(path) > 127
+    return arr.any(axis=2) if arr.ndim == 3 else arr
+
+
+def _px(v: float, size: int) -> float:
+    return round(float(v) * size, 6)
+
+
+def _mean_mask_value(sample: Sample, parse: ParseResult) -> float:
+    m = _graded_mask(sample.target.mask_path)
+    H, W = m.shape
+    values: list[float] = []
+    for x, y in parse.points:
+        px, py = int(_px(x, W)), int(_px(y, H))
+        values.append(float(m[py, px]) if 0 <= px < W and 0 <= py < H else 0.0)
+    for bx0, by0, bx1, by1 in parse.boxes:
+        x0, x1 = sorted((int(_px(bx0, W)), int(_px(bx1, W))))
+        y0, y1 = sorted((int(_px(by0, H)), int(_px(by1, H))))
+        x0, x1 = max(0, x0), min(W, x1)
+        y0, y1 = max(0, y0), min(H, y1)
+        if x1 > x0 and y1 > y0:
+            values.extend(float(v) for v in m[y0:y1, x0:x1].ravel())
+    return sum(values) / len(values) if values else 0.0
+
+
+def _point_bench(sample: Sample, parse: ParseResult) -> OfficialScore:
+    m = _binary_mask(sample.target.mask_path)
+    W, H = sample.image.width, sample.image.height
+
+    def inside(p: list[float]) -> bool:
+        px, py = int(_px(p[0], W)), int(_px(p[1], H))  # int() truncates toward zero, as PointArena
+        return 0 <= px < W and 0 <= py < H and px < m.shape[1] and py < m.shape[0] and bool(m[py, px])
+
+    if sample.metadata.get("category") == "counting":
+        count = int(sample.metadata.get("count", 1))
+        pts = parse.points
+        ok = len(pts) == count and all(inside(p) for p in pts)
+        return OfficialScore(rule=RULES["point-bench-counting"], score=1.0 if ok else 0.0)
+    ok = bool(parse.points) and inside(parse.points[0])
+    return OfficialScore(rule=RULES["point-bench"], score=1.0 if ok else 0.0)
+
+
+def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = None) -> Optional[OfficialScore]:
+    """The benchmark's own score for one sample (rules in the module docstring).
+
+    Args:
+        sample: the loaded sample (its ``benchmark``, ``target``, ``metadata`` and image size).
+        parse: the parsed answer, normalized to the unit square; ``None`` when the model produced no
+            response at all (infrastructure error), which is never scored.
+        region: the ``pointfail.geometry.TargetRegion`` (accepted for the contract; the official
+            rules read the raw mask themselves because they differ from pointfail's own test:
+            graded values, truncation instead of continuous pixels).
+
+    Returns:
+        :class:`OfficialScore` with ``score`` in [0, 1] and ``rule`` naming the source, or ``None``
+        when ``parse`` is ``None`` or the benchmark has no official rule here (e.g. an ``absent``
+        target).
+
+    Raises:
+        OSError: the mask file of a mask benchmark cannot be read.
+    """
+    if parse is None:
+        return None
+    bench = sample.benchmark
+    target = sample.target
+    if bench == "where2place" and target.kind == "mask":
+        return OfficialScore(rule=RULES["where2place"], score=_mean_mask_value(sample, parse))
+    if bench == "refspatial" and target.kind == "mask":
+        return OfficialScore(rule=RULES["refspatial"], score=_mean_mask_value(sample, parse))
+    if bench == "point-bench" and target.kind == "mask":
+        return _point_bench(sample, parse)
+    ev = target.eval or {}
+    if target.kind == "boxes" and target.boxes and ev.get("type") in ("point_in_bbox", "iou"):
+        W, H = sample.image.width, sample.image.height
+        box = ev.get("bbox") or target.boxes[0]
+        if ev["type"] == "point_in_bbox":
+            ok = bool(parse.points) and point_in_box_inclusive(
+                (_px(parse.points[0][0], W), _px(parse.points[0][1], H)), box)
+            rule = (RULES["screenspot-pro"] if bench == "screenspot-pro"
+                    else RULES["point_in_bbox"].format(bench=bench))
+            return OfficialScore(rule=rule, score=1.0 if ok else 0.0)
+        cov, prec = float(ev.get("min_coverage", 0.9)), float(ev.get("min_precision", 0.7))
+        pred = None
+        if parse.boxes:
+            b = parse.boxes[0]
+            pred = [_px(b[0], W), _px(b[1], H), _px(b[2], W), _px(b[3], H)]
+        bs = pointerbench_box_score(pred, box, min_coverage=cov, min_precision=prec)
+        return OfficialScore(rule=RULES["iou"].format(bench=bench, cov=cov, prec=prec),
+                             score=1.0 if bs.box_class == "hit" else 0.0)
+    return None
