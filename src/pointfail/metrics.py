@@ -1,0 +1,367 @@
+"""Metrics computed from per-sample outcomes: pointing and grounding accuracy, absent referents,
+agreement between two point sets, tolerance curves, bootstrap intervals and McNemar's exact test.
+
+Everything here works on plain Python values (bools, floats, strings) and returns exact
+:class:`fractions.Fraction` values for rates and means, so a caller can round once, at display time,
+with an explicit format (``pointfail.tables.fmt_fraction``). Exact arithmetic also makes every
+result independent of the order of the inputs (a float sum is not).
+
+Sources:
+
+* ``pointing_accuracy``, ``grounding_accuracy``, ``agreement``: the grounding-metrics document
+  (``shared/seeds/grounding-metrics-doc.txt``): point-in-region rate, mean miss distance over the
+  misses only, IoU sweep at 0.25 / 0.5 / 0.75 / 0.9, absent referents counted apart
+  (correctly_declined, hallucinated_a_location, missed_a_present_referent; unanswered items excluded
+  from the denominator), pointing agreement as mean and median normalized distance.
+* ``tolerance_curve``, ``bootstrap_ci``, ``mcnemar``: issue 6 ("Beyond the study").
+
+Import-light: numpy and scipy are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Optional
+
+IOU_THRESHOLDS: tuple[Fraction, ...] = (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(9, 10))
+"""The IoU sweep of the grounding-metrics document (0.25, 0.5, 0.75, 0.9), as exact fractions so
+that ``iou >= threshold`` compares the recorded float against the exact decimal."""
+
+TOLERANCES_PX: tuple[int, ...] = tuple(range(51))
+"""Tolerance curve abscissa: t = 0, 1, ..., 50 pixels of the original image (issue 6)."""
+
+
+def exact_sum(values: Iterable[float]) -> Fraction:
+    """Exact sum of finite floats as a :class:`Fraction` (order-independent, no rounding).
+
+    Raises:
+        ValueError: on NaN or infinity.
+    """
+    num_by_shift: list[tuple[int, int]] = []
+    max_shift = 0
+    for v in values:
+        if not math.isfinite(v):
+            raise ValueError(f"non-finite value {v!r}")
+        n, d = float(v).as_integer_ratio()  # d is a power of two
+        shift = d.bit_length() - 1
+        num_by_shift.append((n, shift))
+        if shift > max_shift:
+            max_shift = shift
+    total = 0
+    for n, shift in num_by_shift:
+        total += n << (max_shift - shift)
+    return Fraction(total, 1 << max_shift)
+
+
+def exact_mean(values: Sequence[float]) -> Optional[Fraction]:
+    """Exact arithmetic mean of finite floats, ``None`` for an empty sequence."""
+    if not values:
+        return None
+    return exact_sum(values) / len(values)
+
+
+def exact_median(values: Sequence[float]) -> Optional[Fraction]:
+    """Exact median (mean of the two middle values for an even count), ``None`` when empty."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = len(s)
+    if k % 2:
+        return Fraction(s[k // 2])
+    return (Fraction(s[k // 2 - 1]) + Fraction(s[k // 2])) / 2
+
+
+def pointing_accuracy(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Point-in-region hit rate and mean miss distance (grounding-metrics document, "Pointing is not
+    grounding with a small box").
+
+    Args:
+        items: one mapping per sample with ``in_region`` (``True`` hit, ``False`` a point outside the
+            region, ``None`` no point was given) and ``distance`` (distance from the point to the
+            region, in any unit the caller chooses, e.g. normalized image units; ``None`` when
+            unknown).
+
+    Returns:
+        ``{"n", "n_hits", "n_misses", "n_no_point", "point_in_region", "mean_miss_distance",
+        "n_miss_distances"}``. ``point_in_region = n_hits / n`` over all samples (a sample with no
+        point is not in the region, as in the study's hit rate), a Fraction, ``None`` when ``n == 0``.
+        ``mean_miss_distance`` is the exact mean over the misses only (points outside the region with
+        a known distance): averaging over hits as well "would mostly measure how large the objects
+        are, not how badly the model missed"; ``None`` when there are no such misses.
+    """
+    n = hits = misses = no_point = 0
+    dists: list[float] = []
+    for it in items:
+        n += 1
+        r = it.get("in_region")
+        if r is True:
+            hits += 1
+        elif r is False:
+            misses += 1
+            d = it.get("distance")
+            if d is not None:
+                dists.append(float(d))
+        else:
+            no_point += 1
+    return {
+        "n": n,
+        "n_hits": hits,
+        "n_misses": misses,
+        "n_no_point": no_point,
+        "point_in_region": Fraction(hits, n) if n else None,
+        "mean_miss_distance": exact_mean(dists),
+        "n_miss_distances": len(dists),
+    }
+
+
+def grounding_accuracy(
+    items: Iterable[Mapping[str, Any]], thresholds: Sequence[Fraction | float] = IOU_THRESHOLDS
+) -> dict[str, Any]:
+    """Grounding accuracy of box/region predictions at several IoU thresholds, with absent
+    referents counted apart (grounding-metrics document, "Grounding accuracy").
+
+    Args:
+        items: one mapping per expression with ``iou`` (float in [0, 1] or ``None``),
+            ``truth_absent`` (the referent is not in the image), ``prediction_absent`` (the model
+            gave no region), and optionally ``answered`` (default ``True``; ``False`` for an item
+            with no ground-truth answer, or in pointfail for a sample never answered because of an
+            infrastructure error).
+        thresholds: IoU thresholds; a prediction counts at ``t`` when ``iou >= t`` (compared
+            exactly).
+
+    Returns:
+        ``{"n_scored", "at": {threshold_str: {"hits", "accuracy"}}, "correctly_declined",
+        "hallucinated_a_location", "missed_a_present_referent", "unanswered"}``. ``n_scored`` counts
+        present referents that the model located (it has an IoU); the three absent-related counts
+        are not IoUs and are reported apart rather than folded into the accuracy; ``unanswered``
+        items are excluded from every denominator. ``accuracy`` is a Fraction or ``None``.
+        Threshold keys are ``"0.25"``, ``"0.5"``, ``"0.75"``, ``"0.9"`` (``str(float(t))``).
+    """
+    ths = [Fraction(t) if not isinstance(t, float) else Fraction(str(t)) for t in thresholds]
+    counts = [0] * len(ths)
+    n_scored = declined = halluc = missed = unanswered = 0
+    for it in items:
+        if not it.get("answered", True):
+            unanswered += 1
+            continue
+        t_abs = bool(it.get("truth_absent"))
+        p_abs = bool(it.get("prediction_absent"))
+        if t_abs:
+            if p_abs:
+                declined += 1
+            else:
+                halluc += 1
+            continue
+        if p_abs:
+            missed += 1
+            continue
+        iou = it.get("iou")
+        n_scored += 1
+        if iou is None:
+            continue
+        fi = Fraction(float(iou))
+        for k, t in enumerate(ths):
+            if fi >= t:
+                counts[k] += 1
+    at = {
+        str(float(t)): {"hits": c, "accuracy": Fraction(c, n_scored) if n_scored else None}
+        for t, c in zip(ths, counts)
+    }
+    return {
+        "n_scored": n_scored,
+        "at": at,
+        "correctly_declined": declined,
+        "hallucinated_a_location": halluc,
+        "missed_a_present_referent": missed,
+        "unanswered": unanswered,
+    }
+
+
+def agreement(
+    points_a: Sequence[Optional[Sequence[float]]], points_b: Sequence[Optional[Sequence[float]]]
+) -> dict[str, Any]:
+    """Agreement between two sets of points on the same items as a distance (grounding-metrics
+    document, "Pointing is measured as distance, not overlap"): 0 is perfect, no ceiling.
+
+    Args:
+        points_a, points_b: same length; item ``i`` of each is ``(x, y)`` normalized to the unit
+            square (origin top-left) or ``None`` when that side gave no point.
+
+    Returns:
+        ``{"n_pairs", "n_unpaired", "mean_distance", "median_distance"}``: Euclidean distance in
+        normalized image units over the items where both sides have a point (exact Fractions of the
+        float distances; ``None`` when there are no pairs); ``n_unpaired`` counts items where one
+        or both sides have no point.
+
+    Raises:
+        ValueError: when the sequences differ in length.
+    """
+    if len(points_a) != len(points_b):
+        raise ValueError(f"point sets differ in length: {len(points_a)} != {len(points_b)}")
+    d: list[float] = []
+    unpaired = 0
+    for a, b in zip(points_a, points_b):
+        if a is None or b is None:
+            unpaired += 1
+            continue
+        d.append(math.hypot(float(a[0]) - float(b[0]), float(a[1]) - float(b[1])))
+    return {
+        "n_pairs": len(d),
+        "n_unpaired": unpaired,
+        "mean_distance": exact_mean(d),
+        "median_distance": exact_median(d),
+    }
+
+
+def tolerance_curve(
+    items: Iterable[tuple[str, Optional[float]]], tolerances: Sequence[int] = TOLERANCES_PX
+) -> list[tuple[int, int, int]]:
+    """Hit count if a point within ``t`` pixels of the target counted as a hit.
+
+    Args:
+        items: ``(outcome, distance_px)`` per scored sample: outcome ``hit`` / ``miss`` /
+            ``no_prediction``; ``distance_px`` is the recorded distance from the primary point to the
+            nearest target pixel, in pixels of the original image (0 inside).
+        tolerances: the thresholds ``t`` in pixels (default 0..50).
+
+    Returns:
+        ``[(t, hits_within_t, n), ...]`` in the order of ``tolerances``: a hit always counts, a miss
+        counts when ``distance_px <= t``, a no_prediction never counts (nothing to recover); ``n``
+        counts all items (the hit-rate denominator).
+    """
+    n = hits = 0
+    miss_d: list[float] = []
+    for outcome, dist in items:
+        n += 1
+        if outcome == "hit":
+            hits += 1
+        elif outcome == "miss" and dist is not None:
+            miss_d.append(float(dist))
+    miss_d.sort()
+    import bisect
+
+    return [(int(t), hits + bisect.bisect_right(miss_d, t), n) for t in tolerances]
+
+
+def derive_seed(seed: int, *keys: str) -> int:
+    """A 64-bit seed derived from ``seed`` and string keys via sha256 (never ``hash()``, which
+    depends on ``PYTHONHASHSEED``)."""
+    h = hashlib.sha256(("\x1f".join([str(int(seed)), *keys])).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big")
+
+
+def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resamples: int = 1000) -> tuple[Any, Any]:
+    """Cluster bootstrap replicates of a hit count: resample the clusters (images) with replacement.
+
+    Several prompts about the same image are not independent; resampling images with all their
+    prompts keeps that dependence. Replicates of several strata (benchmarks) drawn independently add
+    up to a stratified bootstrap of the pooled rate (each replicate keeps every benchmark's number of
+    images), which is how pooled intervals are computed.
+
+    Args:
+        clusters: one ``(hits, n)`` pair per cluster, **in a fixed order** (sort clusters by key
+            first: the result depends on the order), ``n >= 1``.
+        seed: integer seed for ``numpy.random.Generator(PCG64(seed))``; derive it with
+            :func:`derive_seed` from the study seed and the table cell, never from ``hash()``.
+        resamples: number of bootstrap replicates B.
+
+    Returns:
+        ``(hits, n)``: two int64 arrays of length B, each replicate's total hits and samples.
+
+    Raises:
+        ValueError: when ``clusters`` is empty.
+    """
+    import numpy as np
+
+    c = len(clusters)
+    if c == 0:
+        raise ValueError("bootstrap over zero clusters")
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    h = np.fromiter((x[0] for x in clusters), dtype=np.int64, count=c)
+    n = np.fromiter((x[1] for x in clusters), dtype=np.int64, count=c)
+    idx = rng.integers(0, c, size=(resamples, c))
+    # how often each cluster was drawn in each replicate: bincount over row-offset indices
+    flat = (idx + (np.arange(resamples, dtype=np.int64)[:, None] * c)).ravel()
+    counts = np.bincount(flat, minlength=resamples * c).reshape(resamples, c)
+    return counts @ h, counts @ n
+
+
+def percentile_interval(hits: Any, n: Any, level: Fraction = Fraction(95, 100)) -> tuple[Fraction, Fraction]:
+    """Percentile interval from bootstrap replicates ``hits[i] / n[i]`` (arrays of equal length B,
+    every ``n[i] > 0``): the exact rates at the nearest-rank positions ``floor(B * a/2)`` and
+    ``ceil(B * (1 - a/2)) - 1`` (0-based) of the sorted replicate rates, ``a = 1 - level``."""
+    rates = sorted(Fraction(int(a), int(b)) for a, b in zip(hits.tolist(), n.tolist()))
+    b = len(rates)
+    alpha = 1 - Fraction(level)
+    lo_i = math.floor(b * alpha / 2)
+    hi_i = math.ceil(b * (1 - alpha / 2)) - 1
+    return rates[lo_i], rates[hi_i]
+
+
+def bootstrap_ci(
+    strata: Sequence[Sequence[tuple[int, int]]],
+    *,
+    seed: int,
+    resamples: int = 1000,
+    level: Fraction = Fraction(95, 100),
+) -> Optional[tuple[Fraction, Fraction]]:
+    """Percentile bootstrap interval for a hit rate, resampling clusters (images), not samples;
+    several strata (benchmarks of a pooled rate) are resampled each on its own.
+
+    Args:
+        strata: per stratum, one ``(hits, n)`` pair per cluster in a fixed order.
+        seed: integer seed; stratum ``k`` uses ``derive_seed(seed, str(k))``.
+        resamples, level: see :func:`bootstrap_replicates` and :func:`percentile_interval`.
+
+    Returns:
+        ``(low, high)`` exact Fractions, or ``None`` when there are no samples.
+    """
+    strata = [list(s) for s in strata if len(s)]
+    if not strata:
+        return None
+    tot_h = tot_n = None
+    for k, s in enumerate(strata):
+        h, n = bootstrap_replicates(s, seed=derive_seed(seed, str(k)), resamples=resamples)
+        tot_h = h if tot_h is None else tot_h + h
+        tot_n = n if tot_n is None else tot_n + n
+    return percentile_interval(tot_h, tot_n, level)
+
+
+def mcnemar(a_hits: Sequence[bool], b_hits: Sequence[bool]) -> dict[str, Any]:
+    """Exact McNemar test for two models scored on the same samples.
+
+    Args:
+        a_hits, b_hits: per paired sample, whether model A / model B hit (same order, same length).
+
+    Returns:
+        ``{"n", "both", "a_only", "b_only", "neither", "p_value"}``: the 2x2 counts and the exact
+        two-sided p-value, ``scipy.stats.binomtest(a_only, a_only + b_only, 0.5).pvalue`` (the
+        exact conditional McNemar test); ``1.0`` when there are no discordant pairs.
+
+    Raises:
+        ValueError: when the sequences differ in length.
+    """
+    if len(a_hits) != len(b_hits):
+        raise ValueError(f"paired sequences differ in length: {len(a_hits)} != {len(b_hits)}")
+    both = a_only = b_only = neither = 0
+    for a, b in zip(a_hits, b_hits):
+        if a and b:
+            both += 1
+        elif a:
+            a_only += 1
+        elif b:
+            b_only += 1
+        else:
+            neither += 1
+    disc = a_only + b_only
+    if disc == 0:
+        p = 1.0
+    else:
+        from scipy.stats import binomtest
+
+        p = float(binomtest(a_only, disc, 0.5, alternative="two-sided").pvalue)
+        p = min(p, 1.0)
+    return {"n": len(a_hits), "both": both, "a_only": a_only, "b_only": b_only, "neither": neither, "p_value": p}

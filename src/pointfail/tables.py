@@ -1,0 +1,142 @@
+"""Canonical rendering of tables: exact rounding, Markdown (tabulate), CSV, JSON and SHA256SUMS.
+
+The rules (``shared/DESIGN.md``, "Records and tables"):
+
+* counts are Python ``int``; rates and means are exact :class:`fractions.Fraction` values until they
+  are rounded **once**, here, by :func:`fmt_fraction` (round half to even on the exact value, pure
+  integer arithmetic, so no float and no locale is involved);
+* every cell is a ``str`` by the time it reaches a renderer, so no ``repr`` of a numpy scalar or a
+  float can leak into a file;
+* rows are sorted by the caller with explicit keys; renderers keep the order they are given;
+* output is UTF-8 with ``\\n`` line ends, returned as ``bytes``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Optional
+
+NA = "n/a"
+"""Cell text for a value that does not exist (a rate over zero samples, a share of zero labels)."""
+
+
+def fmt_fraction(value: Optional[Fraction | int], digits: int, *, scale: int = 1) -> str:
+    """Format ``value * scale`` with ``digits`` decimals, rounding half to even on the exact value.
+
+    ``fmt_fraction(Fraction(2, 3), 1, scale=100)`` is ``"66.7"``; ``fmt_fraction(Fraction(1, 8), 2)``
+    is ``"0.12"`` (half to even); ``None`` gives :data:`NA`. Equivalent to Python's
+    ``f"{x:.{digits}f}"`` applied to the exact rational (no binary float in between).
+    """
+    if value is None:
+        return NA
+    v = Fraction(value) * scale
+    neg = v < 0
+    v = abs(v)
+    q, r = divmod(v.numerator * 10**digits, v.denominator)
+    twice = 2 * r
+    if twice > v.denominator or (twice == v.denominator and q % 2 == 1):
+        q += 1
+    s = str(q)
+    if digits:
+        s = s.rjust(digits + 1, "0")
+        s = s[:-digits] + "." + s[-digits:]
+    if neg and q != 0:
+        s = "-" + s
+    return s
+
+
+def fmt_pct(num: int, den: int, digits: int = 1) -> str:
+    """``num / den`` as a percentage with ``digits`` decimals, :data:`NA` when ``den == 0``."""
+    return NA if den == 0 else fmt_fraction(Fraction(num, den), digits, scale=100)
+
+
+def json_number(value: Optional[Fraction], digits: int) -> Optional[float]:
+    """A Fraction rounded once to ``digits`` decimals and returned as the float whose shortest repr
+    is that decimal string (so ``json.dumps`` writes exactly it), or ``None``."""
+    if value is None:
+        return None
+    return float(fmt_fraction(value, digits))
+
+
+def render_csv(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> bytes:
+    """CSV (RFC 4180 quoting via :mod:`csv`, ``\\n`` line ends, UTF-8). Every cell must be ``str``.
+
+    Raises:
+        TypeError: when a cell is not a ``str`` (guards against float/numpy reprs).
+    """
+    _check_cells(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers)
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def render_table_md(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table via ``tabulate`` (``disable_numparse=True``: cells are
+    printed exactly as given). An empty table renders as ``(no rows)``."""
+    from tabulate import tabulate
+
+    _check_cells(rows)
+    if not rows:
+        return "(no rows)\n"
+    return tabulate([list(r) for r in rows], headers=list(headers), tablefmt="github", disable_numparse=True) + "\n"
+
+
+def render_md(title: str, notes: Sequence[str], sections: Sequence[tuple[Optional[str], Sequence[str], Sequence[Sequence[str]]]]) -> bytes:
+    """A Markdown document: ``# title``, the notes as a bullet list, then each section
+    ``(subtitle or None, headers, rows)`` as a table. Returns UTF-8 bytes with ``\\n`` line ends."""
+    out = [f"# {title}\n"]
+    if notes:
+        out.append("\n" + "".join(f"- {n}\n" for n in notes))
+    for sub, headers, rows in sections:
+        if sub:
+            out.append(f"\n## {sub}\n")
+        out.append("\n" + render_table_md(headers, rows))
+    return "".join(out).encode("utf-8")
+
+
+def render_json(obj: Any) -> bytes:
+    """Canonical pretty JSON: sorted keys, 2-space indent, UTF-8, a final ``\\n``; no NaN.
+
+    Raises:
+        ValueError: on NaN/infinity; TypeError: on a value JSON cannot encode (e.g. numpy scalars,
+        Fractions: round them with :func:`json_number` first).
+    """
+    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def sha256sums(files: Mapping[str, bytes]) -> bytes:
+    """``SHA256SUMS`` in the format ``sha256sum -c`` reads: ``<hex>  <name>\\n`` per file, sorted by
+    name (byte order of the UTF-8 names)."""
+    lines = [f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(files.items(), key=lambda kv: kv[0].encode("utf-8"))]
+    return "".join(lines).encode("utf-8")
+
+
+def parse_sha256sums(data: bytes) -> dict[str, str]:
+    """Parse a ``SHA256SUMS`` file into ``{name: hex}``.
+
+    Raises:
+        ValueError: on a line that is not ``<64 hex>  <name>``.
+    """
+    out: dict[str, str] = {}
+    for i, line in enumerate(data.decode("utf-8").split("\n"), start=1):
+        if not line:
+            continue
+        h, sep, name = line.partition("  ")
+        if not sep or len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
+            raise ValueError(f"SHA256SUMS line {i} is not '<sha256>  <name>': {line!r}")
+        out[name] = h
+    return out
+
+
+def _check_cells(rows: Sequence[Sequence[Any]]) -> None:
+    for r in rows:
+        for c in r:
+            if not isinstance(c, str):
+                raise TypeError(f"table cell {c!r} ({type(c).__name__}) is not a str: format it first")
