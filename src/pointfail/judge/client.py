@@ -1,0 +1,323 @@
+"""The Ollama judge client: fixed options, bounded concurrency, transport retries apart from labels.
+
+Source of the protocol: ``shared/seeds/pointfail-study.txt``, "The judge" (Gemma 4 through Ollama,
+requests independent per sample and issued concurrently, exactly one label, up to five attempts, every
+raw reply stored). HTTP goes through the ``ollama`` package's ``AsyncClient`` (httpx underneath);
+transport retries through ``tenacity``.
+
+Per miss (:meth:`OllamaJudge.judge`):
+
+* One ``/api/chat`` request per **label attempt**, at most ``max_attempts`` (5): the fixed prompt
+  (:func:`pointfail.judge.protocol.build_prompt`) with the annotated PNG, the fixed ``options``, and the
+  label schema as ``format``. The reply (``message.content``) is read by
+  :func:`pointfail.judge.protocol.read_label`; every reply is kept as a ``JudgeAttempt`` with its verdict.
+  The first accepted reply gives ``status="labeled"``; five rejected replies give ``"unlabeled"``.
+  Attempt ``k`` (1-based) is sent with ``seed + k - 1``, so a deterministic server does not repeat the
+  same rejected reply, and the whole sequence is still reproducible.
+* **Transport failures** (HTTP 5xx or 429, timeouts, refused or dropped connections, protocol errors) are
+  retried by tenacity with exponential backoff (``backoff_initial * 2**n`` seconds, capped at
+  ``backoff_max``), at most ``transport_retries`` retries per request. They are counted in
+  ``Judgment.transport_failures`` and do not consume label attempts. When a request still fails, the miss
+  is ``judge_unavailable`` (a rerun of the stage fills it in) and the judge is marked down: misses not yet
+  sent are recorded ``judge_unavailable`` at once instead of each waiting out its own retries, and
+  requests already retrying stop.
+* Any other HTTP error (4xx: unknown model, bad request) makes that miss ``judge_unavailable`` with the
+  server's message in ``detail``; a 404 (model not on the server) also marks the judge down.
+* At most ``concurrency`` misses are in flight at once (an ``asyncio.Semaphore``); the annotated image is
+  produced inside the slot (in a worker thread) so images are not all held in memory.
+
+The model digest comes from ``/api/tags`` (the entry whose name is the model, or ``model:latest``);
+the server version from ``/api/version``. Both are fetched once, with the same retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, read_label
+from pointfail.records import JudgeAttempt, Judgment
+
+DEFAULT_MODEL = "gemma4:31b"
+"""The judge model's Ollama tag. The study names "Gemma 4 in its 32B variant"; the released dense
+model is Gemma 4 31B, published in the Ollama library as ``gemma4:31b`` (Ollama >= 0.20.0)."""
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+"""Used when neither an explicit host nor ``OLLAMA_HOST`` is given (Ollama's default port)."""
+
+DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0.0, "seed": 0, "num_ctx": 8192, "num_predict": 64}
+"""Fixed generation options: greedy decoding, a fixed seed, a context of 8192 tokens (the prompt plus
+one image of at most 1120 tokens fits), and a cap of 64 output tokens (one label, or a short sentence)."""
+
+
+def resolve_host(host: Optional[str] = None) -> str:
+    """The judge host: ``host`` if given, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""
+    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """True for failures worth retrying: ``ollama.ResponseError`` with status >= 500 or 429, the
+    ``ConnectionError`` ollama raises for a refused connection, and any ``httpx.TransportError``
+    (timeouts, dropped connections, protocol errors)."""
+    import httpx
+    import ollama
+
+    if isinstance(exc, ollama.ResponseError):
+        return exc.status_code >= 500 or exc.status_code == 429
+    return isinstance(exc, (ConnectionError, httpx.TransportError))
+
+
+class _Down(Exception):
+    """Raised inside a retry loop when another request found the server unavailable."""
+
+
+@dataclass
+class _Counter:
+    n: int = 0
+
+
+@dataclass
+class ServerInfo:
+    """What the judge server reported: ``digest`` of the model (``None`` if not listed), ``version`` of
+    Ollama, ``error`` when the server could not be reached."""
+
+    digest: Optional[str] = None
+    version: Optional[str] = None
+    error: Optional[str] = None
+
+
+ImageSource = Union[bytes, Callable[[], bytes]]
+
+
+@dataclass
+class OllamaJudge:
+    """A Gemma-4-over-Ollama judge for misses (protocol in the module docstring).
+
+    Use as an async context manager (``async with OllamaJudge(...) as j: await j.judge(...)``) or through
+    :meth:`judge_many` / :meth:`judge_one_sync`.
+
+    Attributes:
+        host: server URL (``None``: ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
+        model: Ollama model tag.
+        options: generation options (temperature, seed, num_ctx, num_predict), recorded in every judgment.
+        concurrency: misses in flight at once (>= 1).
+        max_attempts: label attempts per miss (5, the study's).
+        transport_retries: retries of one request after a transport failure.
+        backoff_initial, backoff_max: exponential backoff in seconds.
+        timeout_s: HTTP timeout per request in seconds.
+        use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as ``format``.
+        think: Ollama's ``think`` flag (``False``: no reasoning trace, the reply is the label).
+    """
+
+    host: Optional[str] = None
+    model: str = DEFAULT_MODEL
+    options: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_OPTIONS))
+    concurrency: int = 4
+    max_attempts: int = MAX_LABEL_ATTEMPTS
+    transport_retries: int = 6
+    backoff_initial: float = 1.0
+    backoff_max: float = 30.0
+    timeout_s: float = 300.0
+    use_schema: bool = True
+    think: Optional[bool] = False
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        self.host = resolve_host(self.host)
+        self.info = ServerInfo()
+        self._client: Any = None
+        self._sem: Optional[asyncio.Semaphore] = None
+        self._down: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        """The judge's name in records: ``ollama:<model>``."""
+        return f"ollama:{self.model}"
+
+    def recorded_options(self) -> dict[str, Any]:
+        """What every judgment records as ``options``: the generation options plus ``think``, whether
+        the schema was sent, the attempt limit, and the per-attempt seed rule."""
+        rec = dict(self.options)
+        rec.update(
+            {
+                "think": self.think,
+                "format_schema": self.use_schema,
+                "max_attempts": self.max_attempts,
+                "seed_per_attempt": "seed + attempt - 1",
+            }
+        )
+        return rec
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> "OllamaJudge":
+        import httpx
+        import ollama
+
+        self._client = ollama.AsyncClient(
+            host=self.host,
+            timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+            limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
+        )
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self._down = None
+        self.info = await self._server_info()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def _retrying(self) -> Any:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+        def stop_when_down(_state: Any) -> bool:
+            return self._down is not None
+
+        return AsyncRetrying(
+            retry=retry_if_exception(is_transport_error),
+            stop=stop_after_attempt(self.transport_retries + 1) | stop_when_down,
+            wait=wait_exponential(multiplier=self.backoff_initial, max=self.backoff_max),
+            reraise=True,
+        )
+
+    async def _call(self, fn: Callable[[], Any], counter: _Counter) -> Any:
+        """Run ``await fn()`` with transport retries; each transport failure increments ``counter``."""
+        async for attempt in self._retrying():
+            with attempt:
+                if self._down is not None and counter.n > 0:
+                    raise _Down(self._down)
+                try:
+                    return await fn()
+                except Exception as e:  # counted, then re-raised for tenacity to judge
+                    if is_transport_error(e):
+                        counter.n += 1
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _server_info(self) -> ServerInfo:
+        import httpx
+
+        counter = _Counter()
+        info = ServerInfo()
+        try:
+            tags = await self._call(self._client.list, counter)
+            names = {self.model, f"{self.model}:latest"} if ":" not in self.model else {self.model}
+            for m in tags.models:
+                if m.model in names:
+                    info.digest = m.digest
+                    break
+            ver = await self._call(lambda: self._client._client.get("/api/version"), counter)
+            if isinstance(ver, httpx.Response) and ver.status_code == 200:
+                info.version = ver.json().get("version")
+        except Exception as e:  # recorded; the stage then marks misses judge_unavailable
+            info.error = f"{type(e).__name__}: {e}"
+            if is_transport_error(e) or isinstance(e, _Down):
+                self._down = f"server unreachable at {self.host}: {info.error}"
+        return info
+
+    # -- judging ---------------------------------------------------------------------------------
+
+    def _judgment(self, status: str, **kw: Any) -> Judgment:
+        detail = kw.pop("detail", None)
+        if self.info.version and status != "judge_unavailable":
+            detail = f"ollama {self.info.version}" + (f"; {detail}" if detail else "")
+        return Judgment(
+            judge=self.name,
+            status=status,
+            judge_digest=self.info.digest,
+            options=self.recorded_options(),
+            detail=detail,
+            **kw,
+        )
+
+    async def judge(self, image: ImageSource, instruction: str, *, point_outside_image: bool = False) -> Judgment:
+        """Judge one miss.
+
+        Args:
+            image: the annotated PNG (bytes), or a callable returning it (run in a worker thread once
+                this miss holds a concurrency slot).
+            instruction: the original instruction given to the evaluated model.
+            point_outside_image: the predicted point lies outside the image (adds one prompt sentence).
+
+        Returns:
+            A ``Judgment`` with status ``labeled``, ``unlabeled`` or ``judge_unavailable``.
+
+        Raises:
+            Whatever ``image()`` raises (an unreadable image is the caller's to record).
+            RuntimeError: used outside ``async with``.
+        """
+        import ollama
+
+        if self._sem is None or self._client is None:
+            raise RuntimeError("OllamaJudge.judge() must run inside 'async with OllamaJudge(...)'")
+        if self._down is not None:
+            return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+        async with self._sem:
+            if self._down is not None:
+                return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+            png = await asyncio.to_thread(image) if callable(image) else image
+            prompt = build_prompt(instruction, point_outside_image=point_outside_image)
+            messages = [{"role": "user", "content": prompt, "images": [png]}]
+            counter = _Counter()
+            attempts: list[JudgeAttempt] = []
+            for k in range(1, self.max_attempts + 1):
+                opts = dict(self.options)
+                if "seed" in opts:
+                    opts["seed"] = int(opts["seed"]) + k - 1
+                kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "options": opts}
+                if self.use_schema:
+                    kwargs["format"] = LABEL_SCHEMA
+                if self.think is not None:
+                    kwargs["think"] = self.think
+                try:
+                    resp = await self._call(lambda: self._client.chat(**kwargs), counter)
+                except _Down as e:
+                    return self._judgment(
+                        "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
+                    )
+                except Exception as e:
+                    reason = f"{type(e).__name__}: {e}"
+                    if is_transport_error(e):
+                        self._down = f"server unavailable at {self.host} after {counter.n} transport failures ({reason})"
+                    elif isinstance(e, ollama.ResponseError) and e.status_code == 404:
+                        self._down = f"model {self.model} not served at {self.host} ({reason})"
+                    return self._judgment(
+                        "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
+                    )
+                reply = (resp.message.content or "") if resp.message is not None else ""
+                label, verdict = read_label(reply)
+                attempts.append(JudgeAttempt(attempt=k, reply=reply, verdict=verdict, label=label))
+                if label is not None:
+                    return self._judgment("labeled", label=label, attempts=attempts, transport_failures=counter.n)
+            return self._judgment(
+                "unlabeled",
+                attempts=attempts,
+                transport_failures=counter.n,
+                detail=f"no single clean label in {self.max_attempts} attempts",
+            )
+
+    async def judge_many(self, items: list[tuple[ImageSource, str, bool]]) -> list[Judgment]:
+        """Judge several misses concurrently (inside ``async with``); results in input order.
+        ``items`` are ``(image, instruction, point_outside_image)``."""
+        return list(
+            await asyncio.gather(*(self.judge(img, instr, point_outside_image=out) for img, instr, out in items))
+        )
+
+    def judge_one_sync(self, image: ImageSource, instruction: str, *, point_outside_image: bool = False) -> Judgment:
+        """Open a session, judge one miss, close it (for ``pointfail judge-one``)."""
+
+        async def run() -> Judgment:
+            async with self:
+                return await self.judge(image, instruction, point_outside_image=point_outside_image)
+
+        return asyncio.run(run())
