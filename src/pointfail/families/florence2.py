@@ -1,0 +1,41 @@
+"""Florence-2: ``<loc_N>`` tokens, x before y, 1000 bins.
+
+Convention (Florence-2 model card and its processor's post-processing): region answers are
+``label<loc_x1><loc_y1><loc_x2><loc_y2>`` with bin indices 0–999 (the processor quantizes
+``floor(x / W * 1000)`` and dequantizes to the bin centre ``(n + 0.5) * W / 1000``, which is the
+:class:`~pointfail.frames.Frame` ``bins`` rule). A run of two tokens is a point; multiples of four are
+several boxes. Prompt: the ``<CAPTION_TO_PHRASE_GROUNDING>`` task token followed by the phrase, for
+both tasks (the box centre is the point).
+"""
+
+from __future__ import annotations
+
+from pointfail.families import Family
+from pointfail.families.paligemma import read_loc_runs
+from pointfail.frames import Frame
+
+
+class Florence2(Family):
+    """Florence-2 <loc_N> tokens, 1000 bins, x first."""
+
+    name = "florence2"
+    frame = Frame("bins_1000", "bins", 1000, "xy", "1000 bins per axis, x before y (Florence-2 <loc_N>)")
+    checkpoints = ("microsoft/Florence-2-base", "microsoft/Florence-2-large")
+    backend = None
+    point_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{core}"
+    box_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{core}"
+
+    def extract(self, text, diag):
+        return read_loc_runs(text, diag, r"<loc_(\d{1,4})>")
+
+    def format_point(self, x, y, image_size, model_input_size=None):
+        fx, fy = self._frame_values(x, y, image_size, model_input_size)
+        return f"target<loc_{fx}><loc_{fy}>"
+
+    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
+        a, b = self._frame_values(x0, y0, image_size, model_input_size)
+        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        return f"target<loc_{a}><loc_{b}><loc_{c}><loc_{d}>"
+
+
+FAMILY = Florence2()
