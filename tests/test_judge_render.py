@@ -108,3 +108,12 @@ def test_mask_target_through_geometry(noise_image, tmp_path):
     out = decode(render_miss(path, Target(kind="mask", mask_path="mask.png"), (0.0, 0.0), base_dir=tmp_path))
     assert out[55, 75].tolist() == ((orig[55, 75].astype(int) * 55 + np.array(GREEN) * 45 + 50) // 100).tolist()
     assert out[55, 69].tolist() == orig[55, 69].tolist()
+
+
+def test_target_region_renders_like_target(noise_image):
+    from pointfail.geometry import TargetRegion
+
+    path, _ = noise_image
+    t = Target(kind="boxes", boxes=[[10, 20, 30.5, 40]])
+    region = TargetRegion.from_target(t, (160, 120))
+    assert render_miss(path, region, (0.9, 0.9)) == render_miss(path, t, (0.9, 0.9))

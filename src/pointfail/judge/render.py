@@ -98,6 +98,21 @@ def target_raster(
     raise ValueError(f"unknown target kind {target.kind!r}")
 
 
+def _region_raster(region: object, image_size: tuple[int, int]) -> np.ndarray:
+    kind = getattr(region, "kind")
+    if kind == "mask":
+        mask = np.asarray(getattr(region, "mask"), dtype=bool)
+        if mask.shape != (image_size[1], image_size[0]):
+            raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, image is {image_size[0]}x{image_size[1]}")
+        return mask
+    if kind == "boxes":
+        return target_raster(Target(kind="boxes", boxes=[list(b) for b in getattr(region, "boxes")]), image_size)
+    if kind == "polygon":
+        polys = [np.asarray(p).tolist() for p in getattr(region, "polygons")]
+        return target_raster(Target(kind="polygon", polygons=polys), image_size)
+    return np.zeros((image_size[1], image_size[0]), dtype=bool)
+
+
 def marker_radius(image_size: tuple[int, int]) -> int:
     """Ring radius in pixels for an image of ``(W, H)``: ``max(4, round(0.02 * min(W, H)))``."""
     return max(4, round(MARKER_FRACTION * min(image_size)))
@@ -120,8 +135,9 @@ def render_miss(
 
     Args:
         image_path: the original image (any mode Pillow reads; converted to RGB).
-        target: a ``records.Target`` (rasterized by :func:`target_raster`) or a boolean array of shape
-            ``(H, W)`` marking the target pixels.
+        target: a ``records.Target`` (rasterized by :func:`target_raster`), a
+            ``geometry.TargetRegion`` (its mask, or its boxes/polygons rasterized the same way), or a
+            boolean array of shape ``(H, W)`` marking the target pixels.
         point_norm: the primary point ``(x, y)`` normalized to the unit square, origin top-left.
         base_dir: directory relative mask paths are resolved against.
 
@@ -141,6 +157,8 @@ def render_miss(
     w, h = rgb.size
     if isinstance(target, Target):
         raster = target_raster(target, (w, h), base_dir)
+    elif hasattr(target, "kind") and hasattr(target, "image_size"):  # a geometry.TargetRegion
+        raster = _region_raster(target, (w, h))
     else:
         raster = np.asarray(target, dtype=bool)
         if raster.shape != (h, w):
