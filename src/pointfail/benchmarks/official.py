@@ -28,7 +28,6 @@ point written exactly on an inclusive edge (e.g. ``565`` of 768 rows) is not los
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -59,22 +58,16 @@ RULES: dict[str, str] = {
 def point_in_box_inclusive(point_px: tuple[float, float], box_px: list[float]) -> bool:
     """PointerBench / ScreenSpot rule: ``(x, y)`` in pixels is inside ``[x0, y0, x1, y1]`` (pixels)
     when ``min(x0,x1) <= x <= max(x0,x1)`` and ``min(y0,y1) <= y <= max(y0,y1)``, edges inclusive.
-    A non-finite coordinate is never inside."""
-    x, y = float(point_px[0]), float(point_px[1])
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return False
-    x0, y0, x1, y1 = (float(v) for v in box_px)
-    return min(x0, x1) <= x <= max(x0, x1) and min(y0, y1) <= y <= max(y0, y1)
+    A non-finite coordinate is never inside. Delegates to :func:`pointfail.geometry.point_in_box`."""
+    from pointfail.geometry import point_in_box
 
-
-def _sorted_box(b: list[float]) -> tuple[float, float, float, float]:
-    x0, y0, x1, y1 = (float(v) for v in b)
-    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+    return point_in_box(point_px, box_px)
 
 
 def pointerbench_box_score(pred_px: Optional[list[float]], target_px: list[float], *,
                            min_coverage: float = 0.9, min_precision: float = 0.7) -> BoxScore:
-    """PointerBench's asymmetric box rule (``pointerbench-text/eval.py``).
+    """PointerBench's asymmetric box rule (``pointerbench-text/eval.py``), via
+    :func:`pointfail.geometry.box_score`.
 
     Args:
         pred_px: predicted ``[x0, y0, x1, y1]`` in pixels (corners in any order), or ``None`` /
@@ -88,23 +81,9 @@ def pointerbench_box_score(pred_px: Optional[list[float]], target_px: list[float
         ``hit`` (both thresholds met), ``clipped`` (coverage too low), ``oversized`` (precision too
         low), ``both``, or ``malformed`` (no valid box; all ratios ``None``).
     """
-    if (not isinstance(pred_px, (list, tuple)) or len(pred_px) < 4
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                       for v in pred_px[:4])):
-        return BoxScore(box_class="malformed")
-    ax0, ay0, ax1, ay1 = _sorted_box(list(pred_px[:4]))
-    bx0, by0, bx1, by1 = _sorted_box(target_px)
-    inter = max(0.0, min(ax1, bx1) - max(ax0, bx0)) * max(0.0, min(ay1, by1) - max(ay0, by0))
-    pred_area = (ax1 - ax0) * (ay1 - ay0)
-    gt_area = (bx1 - bx0) * (by1 - by0)
-    union = pred_area + gt_area - inter
-    iou = inter / union if union else 0.0
-    coverage = inter / gt_area if gt_area else 0.0
-    precision = inter / pred_area if pred_area else 0.0
-    cov_ok = coverage >= float(min_coverage)
-    prec_ok = precision >= float(min_precision)
-    cls = "hit" if cov_ok and prec_ok else "clipped" if prec_ok else "oversized" if cov_ok else "both"
-    return BoxScore(iou=iou, coverage=coverage, precision=precision, box_class=cls)
+    from pointfail.geometry import box_score
+
+    return box_score(pred_px, target_px, float(min_coverage), float(min_precision))
 
 
 @lru_cache(maxsize=64)
@@ -219,3 +198,177 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         return OfficialScore(rule=RULES["iou"].format(bench=bench, cov=cov, prec=prec),
                              score=1.0 if bs.box_class == "hit" else 0.0)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# PointerBench predictions files (score-predictions)
+
+_POINT_KEYS = ("point", "pred", "coordinate", "prediction")
+_BOX_KEYS = ("bbox", "box", "pred", "prediction")
+
+
+class PredictionsError(ValueError):
+    """A predictions file that cannot be read (missing, not JSON/JSONL, not objects), naming the
+    file and line."""
+
+
+def read_predictions(path: Any) -> tuple[dict[str, dict], dict[str, int]]:
+    """Read a PointerBench predictions file: JSONL (one object per line) or one JSON list of objects,
+    each with ``id`` and a prediction in absolute pixels of the 1024x768 frame.
+
+    As the official scorer: objects without ``id`` are ignored, and when an id repeats the last
+    object wins.
+
+    Returns:
+        ``(predictions by id, counts)`` where counts has ``objects``, ``without_id``, ``duplicates``.
+
+    Raises:
+        PredictionsError: missing file, invalid JSON (file and line), or a value that is not an
+            object.
+    """
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise PredictionsError(f"predictions file {p} does not exist")
+    text = p.read_text(encoding="utf-8").strip()
+    objs: list[tuple[int, Any]] = []
+    if text.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PredictionsError(f"{p}:{e.lineno}: not valid JSON: {e.msg}") from None
+        objs = [(1, o) for o in data]
+    else:
+        for i, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                objs.append((i, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise PredictionsError(f"{p}:{i}: not valid JSON: {e.msg}") from None
+    out: dict[str, dict] = {}
+    counts = {"objects": 0, "without_id": 0, "duplicates": 0}
+    for line, o in objs:
+        if not isinstance(o, dict):
+            raise PredictionsError(f"{p}:{line}: expected a JSON object, got {type(o).__name__}")
+        counts["objects"] += 1
+        if "id" not in o:
+            counts["without_id"] += 1
+            continue
+        key = str(o["id"])
+        if key in out:
+            counts["duplicates"] += 1
+        out[key] = o
+    return out, counts
+
+
+def _numbers(value: Any) -> list[float]:
+    import re
+
+    if isinstance(value, str):
+        return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", value)]
+    if isinstance(value, (list, tuple)):
+        return [float(x) for x in value if isinstance(x, (int, float))]
+    return []
+
+
+def prediction_point(pred: dict) -> Optional[tuple[float, float]]:
+    """The point of a PointerBench prediction object, read as the official scorers do: the first two
+    values of ``point``/``pred``/``coordinate``/``prediction`` (a list of length >= 2), else flat
+    ``x``/``y``. ``None`` when there is none or a value is not a number (malformed = wrong)."""
+    try:
+        for key in _POINT_KEYS:
+            v = pred.get(key)
+            if isinstance(v, (list, tuple)) and len(v) >= 2:
+                return float(v[0]), float(v[1])
+        if "x" in pred and "y" in pred:
+            return float(pred["x"]), float(pred["y"])
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def prediction_box(pred: dict) -> Optional[list[float]]:
+    """The box of a PointerBench prediction object, read as ``pointerbench-text/eval.py`` does: the
+    first four numbers of ``bbox``/``box``/``pred``/``prediction`` (a list, or a string holding
+    numbers), else flat ``x0,y0,x1,y1``, else the first four numbers in ``text``/``raw``/``answer``;
+    corners sorted. ``None`` when there is none (malformed = wrong)."""
+    try:
+        for key in _BOX_KEYS:
+            nums = _numbers(pred.get(key))
+            if len(nums) >= 4:
+                return list(_sorted4(nums[:4]))
+        if all(k in pred for k in ("x0", "y0", "x1", "y1")):
+            return list(_sorted4([float(pred[k]) for k in ("x0", "y0", "x1", "y1")]))
+        nums = _numbers(pred.get("text") or pred.get("raw") or pred.get("answer"))
+        if len(nums) >= 4:
+            return list(_sorted4(nums[:4]))
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _sorted4(b: list[float]) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = b
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
+def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str, dict],
+                                   axes: tuple[str, ...]) -> tuple[list[dict], dict]:
+    """Score a PointerBench predictions file against loaded samples with the official rules.
+
+    Args:
+        samples: PointerBench (or suite) samples; each has one target box and its ``eval``.
+        predictions: prediction objects by id (:func:`read_predictions`).
+        axes: metadata axes to break the summary down by; an axis absent from every sample is left
+            out, a sample lacking a present axis counts under ``"?"`` (as the official scorers).
+
+    Returns:
+        ``(rows, summary)``. Each row: ``id``, ``answer_type``, ``hit`` (bool), ``missing`` (no
+        usable prediction), and for box rows ``box_class`` plus ``iou``/``coverage``/``precision``.
+        Summary: ``n``, ``hits``, ``accuracy`` (hits / n, rounded to 4 places as the official
+        scorers print it), ``missing_predictions``, ``box_classes`` (counts over box rows) and
+        ``by_<axis>``: ``{value: {"n", "hits", "acc"}}`` sorted by value.
+    """
+    rows: list[dict] = []
+    present = [a for a in axes if any(a in s.metadata for s in samples)]
+    by: dict[str, dict[str, list[int]]] = {a: {} for a in present}
+    hits = missing = 0
+    box_classes: dict[str, int] = {}
+    for s in samples:
+        ev = s.target.eval or {}
+        gt = ev.get("bbox") or s.target.boxes[0]
+        pred = predictions.get(s.sample_id)
+        answer_type = s.metadata.get("answer_type") or ("bbox" if ev.get("type") == "iou" else "point")
+        row: dict[str, Any] = {"id": s.sample_id, "answer_type": answer_type}
+        if answer_type == "bbox":
+            box = prediction_box(pred) if pred else None
+            bs = pointerbench_box_score(box, gt, min_coverage=float(ev.get("min_coverage", 0.9)),
+                                        min_precision=float(ev.get("min_precision", 0.7)))
+            ok = bs.box_class == "hit"
+            row.update(box_class=bs.box_class, iou=bs.iou, coverage=bs.coverage, precision=bs.precision,
+                       missing=box is None)
+            box_classes[bs.box_class] = box_classes.get(bs.box_class, 0) + 1
+        else:
+            pt = prediction_point(pred) if pred else None
+            ok = pt is not None and point_in_box_inclusive(pt, gt)
+            row["missing"] = pt is None
+        row["hit"] = bool(ok)
+        hits += int(ok)
+        missing += int(row["missing"])
+        for a in present:
+            cell = by[a].setdefault(str(s.metadata.get(a, "?")), [0, 0])
+            cell[0] += int(ok)
+            cell[1] += 1
+        rows.append(row)
+    n = len(samples)
+    summary: dict[str, Any] = {
+        "n": n, "hits": hits, "accuracy": round(hits / n, 4) if n else 0.0,
+        "missing_predictions": missing, "box_classes": dict(sorted(box_classes.items())),
+    }
+    for a in present:
+        summary[f"by_{a}"] = {k: {"n": v[1], "hits": v[0], "acc": round(v[0] / v[1], 4)}
+                              for k, v in sorted(by[a].items())}
+    return rows, summary
