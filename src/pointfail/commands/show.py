@@ -1,0 +1,145 @@
+"""``pointfail show DIR --id ID [--id ID ...] [--out PATH]``: draw a sample for a person to look at.
+
+The PNG shows the screenshot with every scene graph element outlined (one colour per category,
+thin), the target box filled translucent green with a green outline, the row's reference point as a
+small cross, and a caption strip below with the id, category, instruction and target id. Works on any
+directory in the PointerBench layout (``DIR/data/test/metadata.jsonl``); rows without a scene graph
+get the target only. Output: ``--out`` is the file for a single id, otherwise a directory that gets
+``<id>.png`` per id (default: ``show/`` under the current directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+CATEGORY_COLORS: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180), (255, 127, 14), (148, 103, 189), (214, 39, 40), (140, 86, 75), (227, 119, 194),
+    (127, 127, 127), (188, 189, 34), (23, 190, 207), (57, 59, 121),
+)
+"""Outline colours, assigned to categories in sorted order (tab10 without its green, which is the
+target's colour)."""
+TARGET_GREEN = (0, 200, 0)
+CAPTION_H = 64
+
+
+class ShowError(RuntimeError):
+    """The suite directory, row, image or scene graph cannot be read; the message names the file."""
+
+
+def load_rows(suite_dir: Path) -> dict[str, dict[str, Any]]:
+    """Metadata rows of ``DIR/data/test/metadata.jsonl`` keyed by id.
+
+    Raises:
+        ShowError: the file is missing or a line is not a JSON object with an ``id`` (names the line).
+    """
+    p = suite_dir / "data" / "test" / "metadata.jsonl"
+    if not p.is_file():
+        raise ShowError(f"{p} not found: not a suite in the PointerBench layout")
+    rows: dict[str, dict[str, Any]] = {}
+    with open(p, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                rows[str(row["id"])] = row
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise ShowError(f"{p}:{n}: not a metadata row ({e})") from None
+    return rows
+
+
+def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True) -> "Image.Image":  # noqa: F821
+    """The annotated picture of one row (RGB, image width x image height + caption strip).
+
+    Raises:
+        ShowError: the image or the scene graph named by the row cannot be read.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    test_dir = suite_dir / "data" / "test"
+    img_path = test_dir / row["file_name"]
+    try:
+        with Image.open(img_path) as im:
+            base = im.convert("RGB")
+    except (OSError, ValueError) as e:
+        raise ShowError(f"cannot read image {img_path}: {e}") from None
+    W, H = base.size
+    canvas = Image.new("RGB", (W, H + CAPTION_H), (255, 255, 255))
+    canvas.paste(base, (0, 0))
+    overlay = Image.new("RGBA", (W, H), (0, 0, 0, 0))
+    od = ImageDraw.Draw(overlay)
+    legend: list[tuple[str, tuple[int, int, int]]] = []
+    if elements and row.get("scene_graph"):
+        sg_path = test_dir / row["scene_graph"]
+        try:
+            sg = json.loads(sg_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ShowError(f"cannot read scene graph {sg_path}: {e}") from None
+        cats = sorted({e["category"] for e in sg.get("elements", [])})
+        colors = {c: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, c in enumerate(cats)}
+        legend = [(c, colors[c]) for c in cats]
+        for e in sg.get("elements", []):
+            x0, y0, x1, y1 = e["box"]
+            od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[e["category"]] + (150,))
+    x0, y0, x1, y1 = row["bbox"]
+    od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], fill=TARGET_GREEN + (90,), outline=TARGET_GREEN + (255,), width=2)
+    px, py = row.get("point", [(x0 + x1) // 2, (y0 + y1) // 2])
+    if min(x1 - x0, y1 - y0) < 12:  # thin or tiny target: ring it so a person finds it
+        od.ellipse([px - 16, py - 16, px + 16, py + 16], outline=TARGET_GREEN + (255,), width=2)
+    od.line([px - 5, py, px + 5, py], fill=(0, 120, 0, 255), width=1)
+    od.line([px, py - 5, px, py + 5], fill=(0, 120, 0, 255), width=1)
+    top = Image.alpha_composite(canvas.crop((0, 0, W, H)).convert("RGBA"), overlay).convert("RGB")
+    canvas.paste(top, (0, 0))
+    d = ImageDraw.Draw(canvas)
+    try:
+        from pointfail.suites.common import load_font
+
+        font = load_font("dejavu-sans", 12)
+    except Exception:  # caption only: fall back to Pillow's built-in font when DejaVu is absent
+        font = ImageFont.load_default()
+    d.text((6, H + 4), f"{row['id']}  [{row.get('data_type', '')}/{row.get('category', '')}]  "
+           f"{row.get('answer_type', '')} box {row['bbox']}  target {row.get('target_id', '-')}", fill=(0, 0, 0), font=font)
+    d.text((6, H + 22), f"instruction: {row.get('instruction', '')}"[:170], fill=(0, 0, 0), font=font)
+    x = 6
+    for c, col in legend:
+        d.rectangle([x, H + 44, x + 10, H + 54], outline=col, width=2)
+        d.text((x + 14, H + 42), c, fill=(60, 60, 60), font=font)
+        x += 24 + round(font.getlength(c))
+    return canvas
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``pointfail show``."""
+    p = subparsers.add_parser("show", help="draw a suite sample with its target and scene graph",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite_dir", metavar="DIR", help="suite directory (PointerBench layout)")
+    p.add_argument("--id", dest="ids", action="append", required=True, help="sample id (repeatable)")
+    p.add_argument("--out", help="output PNG (one id) or directory (several ids); default ./show/")
+    p.add_argument("--no-elements", action="store_true", help="draw the target only, not the scene graph")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write one PNG per requested id; returns 0, or 1 naming an unknown id or unreadable file."""
+    suite_dir = Path(args.suite_dir)
+    try:
+        rows = load_rows(suite_dir)
+        unknown = [i for i in args.ids if i not in rows]
+        if unknown:
+            raise ShowError(f"unknown id(s) {', '.join(unknown)} in {suite_dir}")
+        single_file = len(args.ids) == 1 and args.out and args.out.lower().endswith(".png")
+        out_dir = None if single_file else Path(args.out or "show")
+        for i in args.ids:
+            pic = render_sample(suite_dir, rows[i], elements=not args.no_elements)
+            dest = Path(args.out) if single_file else out_dir / f"{i}.png"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            pic.save(dest, format="PNG")
+            print(dest)
+    except ShowError as e:
+        print(f"pointfail show: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,635 @@
+"""Shared machinery for the synthetic suites: layout, fonts, deterministic PNGs, manifest, verification.
+
+Directory layout (fixed in ``docs/architecture.md``, "Generated suites"; it is PointerBench's own
+``data/test/metadata.jsonl`` layout plus scene graphs)::
+
+    DIR/manifest.json
+    DIR/data/test/metadata.jsonl            one canonical JSON line per sample, sorted by id
+    DIR/data/test/<stem>.png                1024x768 RGB
+    DIR/data/test/scene_graphs/<stem>.json  {"schema": "pointfail.scene_graph/1", ...}
+
+Coordinates: every box is ``[x0, y0, x1, y1]`` in absolute pixels of the 1024x768 image, origin
+top-left, continuous (pixel column ``i`` covers ``[i, i+1)``), so a glyph whose ink occupies pixel
+columns 10..14 has ``x0 = 10, x1 = 15``. A point is inside a box when ``x0 <= x <= x1`` and
+``y0 <= y <= y1`` (inclusive, the PointerBench/ScreenSpot rule).
+
+Determinism: a sample's random stream is ``random.Random(f"{suite}:{seed}:{index}:{attempt}")``
+(string seeds are hashed with SHA-512 by :mod:`random`, independent of ``PYTHONHASHSEED``); PNGs are
+written by Pillow with a fixed zlib level and no ancillary chunks (no time, text or gamma chunks);
+JSON is :func:`pointfail.records.canonical_json`. Byte identity across machines additionally needs
+the same font files, FreeType, zlib and Pillow; all are recorded in the manifest and
+:func:`verify_manifest` names the ones that differ when hashes do not match.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pointfail.records import canonical_json, sha256_bytes, sha256_file
+
+IMAGE_SIZE: tuple[int, int] = (1024, 768)
+"""PointerBench's fixed frame (width, height) in pixels (pointerbench-paper.txt, section 3)."""
+
+SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
+PNG_COMPRESS_LEVEL = 6
+"""zlib level for every PNG; fixed so bytes do not depend on Pillow's default."""
+
+BOX_EVAL: dict[str, Any] = {"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}
+"""PointerBench's box rule for ``answer_type == "bbox"`` rows (pointerbench-paper.txt, section 3:
+coverage >= 0.90 and precision >= 0.70), written into each row's ``eval`` with the box."""
+
+
+class SuiteError(RuntimeError):
+    """A suite cannot be generated or verified (missing font, bad directory, no unique target)."""
+
+
+class FontMissingError(SuiteError):
+    """A font file the generators need is not installed. The message names the file and the Debian
+    package that ships it."""
+
+
+# --------------------------------------------------------------------------------------------- fonts
+
+FONT_DIRS: tuple[str, ...] = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/truetype/liberation")
+"""Where Debian installs the declared font packages; ``POINTFAIL_FONT_DIR`` (os.pathsep-separated)
+is searched first."""
+
+FONTS: dict[str, tuple[str, str]] = {
+    # name: (Debian package, file name)
+    "dejavu-sans": ("fonts-dejavu-core", "DejaVuSans.ttf"),
+    "dejavu-sans-bold": ("fonts-dejavu-core", "DejaVuSans-Bold.ttf"),
+    "dejavu-serif": ("fonts-dejavu-core", "DejaVuSerif.ttf"),
+    "dejavu-sans-mono": ("fonts-dejavu-core", "DejaVuSansMono.ttf"),
+    "liberation-sans": ("fonts-liberation", "LiberationSans-Regular.ttf"),
+    "liberation-sans-bold": ("fonts-liberation", "LiberationSans-Bold.ttf"),
+    "liberation-serif": ("fonts-liberation", "LiberationSerif-Regular.ttf"),
+    "liberation-mono": ("fonts-liberation", "LiberationMono-Regular.ttf"),
+}
+"""The fonts the suites use, all from Debian packages the project declares (fonts-dejavu-core,
+fonts-liberation)."""
+
+
+def font_path(name: str) -> Path:
+    """Absolute path of font ``name`` (a key of :data:`FONTS`).
+
+    Raises:
+        KeyError: unknown font name.
+        FontMissingError: the file is in none of the font directories; the message names the Debian
+            package to install.
+    """
+    package, filename = FONTS[name]
+    dirs = [d for d in os.environ.get("POINTFAIL_FONT_DIR", "").split(os.pathsep) if d] + list(FONT_DIRS)
+    for d in dirs:
+        p = Path(d) / filename
+        if p.is_file():
+            return p
+    raise FontMissingError(
+        f"font {filename!r} ({name}) not found in {', '.join(dirs)}; it comes from the Debian package "
+        f"{package!r} (apt-get install {package}), or set POINTFAIL_FONT_DIR to a directory holding it"
+    )
+
+
+_FONT_CACHE: dict[tuple[str, int], Any] = {}
+
+
+def load_font(name: str, size: int):
+    """A Pillow ``FreeTypeFont`` for ``name`` at ``size`` pixels, with Pillow's BASIC layout engine
+    (FreeType only, with kerning; no libraqm/HarfBuzz, so glyph positions do not depend on those
+    libraries' versions). Cached. Raises :class:`FontMissingError` like :func:`font_path`."""
+    key = (name, size)
+    f = _FONT_CACHE.get(key)
+    if f is None:
+        from PIL import ImageFont
+
+        f = ImageFont.truetype(str(font_path(name)), size, layout_engine=ImageFont.Layout.BASIC)
+        _FONT_CACHE[key] = f
+    return f
+
+
+def check_fonts(names: Iterable[str]) -> None:
+    """Raise :class:`FontMissingError` naming every missing font (all of them, not just the first)."""
+    missing = []
+    for n in sorted(set(names)):
+        try:
+            font_path(n)
+        except FontMissingError as e:
+            missing.append(str(e))
+    if missing:
+        raise FontMissingError("; ".join(missing))
+
+
+def _package_version(package: str) -> str | None:
+    """Installed Debian package version via ``dpkg-query`` (argument list, no shell); ``None`` when
+    dpkg is not available or the package is not installed."""
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def environment_versions(font_names: Iterable[str]) -> dict[str, Any]:
+    """Everything that can change rendered bytes: Pillow, FreeType, zlib and libraqm versions, the
+    Python version, and per font its file name, sha256 and Debian package with version."""
+    import PIL
+    from PIL import features
+
+    fonts = {}
+    for n in sorted(set(font_names)):
+        p = font_path(n)
+        package = FONTS[n][0]
+        fonts[n] = {
+            "file": p.name,
+            "sha256": sha256_file(p),
+            "package": package,
+            "package_version": _package_version(package),
+        }
+    return {
+        "pillow": PIL.__version__,
+        "freetype2": features.version("freetype2"),
+        "zlib": features.version("zlib"),
+        "python": platform.python_version(),
+        "fonts": fonts,
+    }
+
+
+# ------------------------------------------------------------------------------------ png and random
+
+
+def png_bytes(image) -> bytes:
+    """Encode a Pillow RGB image as PNG bytes with zlib level :data:`PNG_COMPRESS_LEVEL`, no
+    optimization pass and no ancillary chunks (Pillow writes only IHDR/IDAT/IEND unless given
+    ``pnginfo``/``dpi``/``icc_profile``; we give none)."""
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    image.info.clear()
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL, optimize=False)
+    return buf.getvalue()
+
+
+def sample_rng(suite: str, seed: int, index: int, attempt: int = 0) -> random.Random:
+    """The random stream for one sample attempt: ``random.Random("suite:seed:index:attempt")``.
+    String seeds go through SHA-512 in :mod:`random` (seed version 2), so the stream is the same on
+    every run and platform."""
+    return random.Random(f"{suite}:{seed}:{index}:{attempt}")
+
+
+# -------------------------------------------------------------------------------------- scene graph
+
+
+@dataclass
+class Element:
+    """One visible element a point can land on.
+
+    id: unique within the image (``cell:C7``, ``word:12``...). category: the suite's category name.
+    box: ``[x0, y0, x1, y1]`` absolute pixels (see module docstring). text: what it shows, if any.
+    """
+
+    id: str
+    category: str
+    box: list[int]
+    text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "category": self.category, "box": [int(v) for v in self.box]}
+        if self.text is not None:
+            d["text"] = self.text
+        return d
+
+
+@dataclass
+class Scene:
+    """A rendered image and its scene graph, before it is written."""
+
+    image: Any  # PIL.Image.Image, RGB, IMAGE_SIZE
+    elements: list[Element] = field(default_factory=list)
+
+    def by_id(self) -> dict[str, Element]:
+        """Elements keyed by id. Raises ``SuiteError`` on a duplicate id (a generator bug)."""
+        out: dict[str, Element] = {}
+        for e in self.elements:
+            if e.id in out:
+                raise SuiteError(f"duplicate scene graph element id {e.id!r}")
+            out[e.id] = e
+        return out
+
+
+def scene_graph_json(image_name: str, elements: list[Element]) -> dict[str, Any]:
+    """The scene graph object of ``docs/architecture.md``; elements sorted by id."""
+    return {
+        "schema": SCENE_GRAPH_SCHEMA,
+        "image": image_name,
+        "width": IMAGE_SIZE[0],
+        "height": IMAGE_SIZE[1],
+        "elements": [e.to_json() for e in sorted(elements, key=lambda e: e.id)],
+    }
+
+
+def box_center(box: list[int]) -> list[int]:
+    """Reference point of a box: integer centre ``[(x0 + x1) // 2, (y0 + y1) // 2]`` (PointerBench
+    rows carry such a point beside the box, e.g. box [146, 324, 231, 330] -> point [188, 327])."""
+    return [(box[0] + box[2]) // 2, (box[1] + box[3]) // 2]
+
+
+def require_unique(matches: list[str], what: str) -> str:
+    """Return the single element id in ``matches``.
+
+    Raises:
+        SuiteError: when ``matches`` is empty or has several ids (the instruction ``what`` would not
+            name exactly one element); generators catch it and draw another target.
+    """
+    uniq = sorted(set(matches))
+    if len(uniq) != 1:
+        raise SuiteError(f"instruction {what!r} matches {len(uniq)} elements: {uniq[:5]}")
+    return uniq[0]
+
+
+def inside_image(box: list[int]) -> bool:
+    """True when ``box`` lies within the 1024x768 frame and has positive area."""
+    return 0 <= box[0] < box[2] <= IMAGE_SIZE[0] and 0 <= box[1] < box[3] <= IMAGE_SIZE[1]
+
+
+# ---------------------------------------------------------------------------------------- rows
+
+
+@dataclass
+class SampleSpec:
+    """What a generator produced for one index: the scene plus the row fields.
+
+    ``row`` holds the suite-specific fields (instruction, data_type, category, language, ...);
+    ``target_id`` names the target element; ``answer_type`` is ``point`` or ``bbox``.
+    """
+
+    scene: Scene
+    target_id: str
+    instruction: str
+    answer_type: str
+    fields: dict[str, Any]
+
+
+def build_row(sample_id: str, stem: str, spec: SampleSpec) -> dict[str, Any]:
+    """One metadata row in PointerBench's format plus ``target_id`` and ``scene_graph``.
+
+    The target box is the target element's box; ``point`` is its centre; ``eval`` is
+    ``{"type": "point_in_bbox", "bbox": ...}`` for point rows and the :data:`BOX_EVAL` rule with the
+    box for bbox rows (the exact shapes of the real rows in shared/data/pointerbench).
+
+    Raises:
+        SuiteError: target id not in the scene, or its box outside the frame.
+    """
+    els = spec.scene.by_id()
+    if spec.target_id not in els:
+        raise SuiteError(f"{sample_id}: target {spec.target_id!r} is not a scene graph element")
+    box = [int(v) for v in els[spec.target_id].box]
+    if not inside_image(box):
+        raise SuiteError(f"{sample_id}: target box {box} is outside the {IMAGE_SIZE} frame")
+    if spec.answer_type == "point":
+        ev: dict[str, Any] = {"type": "point_in_bbox", "bbox": box}
+    elif spec.answer_type == "bbox":
+        ev = dict(BOX_EVAL, bbox=box)
+    else:
+        raise SuiteError(f"{sample_id}: unknown answer_type {spec.answer_type!r}")
+    row = {
+        "id": sample_id,
+        "file_name": f"{stem}.png",
+        "instruction": spec.instruction,
+        "bbox": box,
+        "point": box_center(box),
+        "answer_type": spec.answer_type,
+        "eval": ev,
+        "image_size": list(IMAGE_SIZE),
+        "target_id": spec.target_id,
+        "scene_graph": f"scene_graphs/{stem}.json",
+    }
+    for k, v in spec.fields.items():
+        if k in row:
+            raise SuiteError(f"{sample_id}: generator field {k!r} would overwrite a row field")
+        row[k] = v
+    return row
+
+
+# ------------------------------------------------------------------------------------ write / manifest
+
+MAX_ATTEMPTS = 50
+
+
+def generate_suite(
+    *,
+    suite: str,
+    generator: str,
+    id_prefix: str,
+    out_dir: str | Path,
+    n: int,
+    seed: int,
+    make_sample: Callable[[random.Random, int], SampleSpec],
+    font_names: Iterable[str],
+    generator_version: int,
+) -> dict[str, Any]:
+    """Generate ``n`` samples into ``out_dir`` and write the manifest; returns the manifest.
+
+    ``make_sample(rng, index)`` builds one sample or raises :class:`SuiteError` when the drawn target
+    is not unique; the index is then retried with the next attempt's stream (up to
+    :data:`MAX_ATTEMPTS`), so retries are deterministic too. Files are written into a fresh temporary
+    directory beside ``out_dir`` and moved into place at the end, so an interrupted run never leaves a
+    half-written suite; an existing ``out_dir`` must be empty or hold an earlier suite (manifest.json),
+    which is replaced.
+
+    Raises:
+        FontMissingError: a font is not installed (checked before anything is rendered).
+        SuiteError: ``out_dir`` exists and holds something other than a suite; or an index found no
+            unique target in :data:`MAX_ATTEMPTS` attempts.
+    """
+    if n < 0:
+        raise SuiteError(f"n must be >= 0, got {n}")
+    font_names = sorted(set(font_names))
+    check_fonts(font_names)
+    out = Path(out_dir)
+    if out.exists():
+        if not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file()):
+            raise SuiteError(f"{out} exists and is not a generated suite (no manifest.json); refusing to overwrite")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        test_dir = tmp / "data" / "test"
+        (test_dir / "scene_graphs").mkdir(parents=True)
+        rows = []
+        files: dict[str, str] = {}
+        for i in range(n):
+            spec = None
+            errors = []
+            for attempt in range(MAX_ATTEMPTS):
+                try:
+                    spec = make_sample(sample_rng(suite, seed, i, attempt), i)
+                    break
+                except SuiteError as e:
+                    errors.append(str(e))
+            if spec is None:
+                raise SuiteError(f"sample {i}: no unique target in {MAX_ATTEMPTS} attempts; last: {errors[-1]}")
+            stem = f"{i:04d}"
+            row = build_row(f"{id_prefix}_{stem}", stem, spec)
+            png = png_bytes(spec.scene.image)
+            (test_dir / f"{stem}.png").write_bytes(png)
+            files[f"data/test/{stem}.png"] = sha256_bytes(png)
+            sg = canonical_json(scene_graph_json(f"{stem}.png", spec.scene.elements)).encode("utf-8")
+            (test_dir / "scene_graphs" / f"{stem}.json").write_bytes(sg)
+            files[f"data/test/scene_graphs/{stem}.json"] = sha256_bytes(sg)
+            rows.append(row)
+        meta = "".join(canonical_json(r) for r in sorted(rows, key=lambda r: r["id"])).encode("utf-8")
+        (test_dir / "metadata.jsonl").write_bytes(meta)
+        files["data/test/metadata.jsonl"] = sha256_bytes(meta)
+        manifest = {
+            "suite": suite,
+            "generator": generator,
+            "generator_version": generator_version,
+            "seed": seed,
+            "n": n,
+            "image_size": list(IMAGE_SIZE),
+            "versions": environment_versions(font_names),
+            "files": dict(sorted(files.items())),
+        }
+        (tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def read_manifest(suite_dir: str | Path) -> dict[str, Any]:
+    """Read ``DIR/manifest.json``. Raises :class:`SuiteError` when missing or not valid JSON."""
+    p = Path(suite_dir) / "manifest.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"{p} not found: not a generated suite") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SuiteError(f"{p} is not valid JSON: {e}") from None
+
+
+@dataclass
+class VerifyResult:
+    """Outcome of :func:`verify_manifest`.
+
+    ok: every listed file present with its recorded sha256 (and, when regenerated, the regenerated
+    suite identical too). mismatched / missing / extra: relative paths. environment: human-readable
+    lines naming each font file, Pillow, FreeType or zlib version that differs from the manifest.
+    """
+
+    ok: bool
+    mismatched: list[str]
+    missing: list[str]
+    extra: list[str]
+    environment: list[str]
+    regenerated: bool
+
+    def explain(self) -> str:
+        """A readable report: OK, or which files differ and the likely reason."""
+        if self.ok:
+            what = "regenerated and " if self.regenerated else ""
+            return f"OK: every file {what}matches manifest.json"
+        lines = []
+        for label, items in (("differs", self.mismatched), ("missing", self.missing), ("not in manifest", self.extra)):
+            for p in items[:20]:
+                lines.append(f"{label}: {p}")
+            if len(items) > 20:
+                lines.append(f"{label}: ... and {len(items) - 20} more")
+        if self.environment:
+            lines.append("This machine renders with a different environment than the one that made the manifest:")
+            lines.extend(f"  {e}" for e in self.environment)
+            lines.append("Different fonts, FreeType, zlib or Pillow give other pixels or other PNG bytes; install the")
+            lines.append("recorded versions (or use the project's container image) to reproduce the suite byte for byte.")
+        elif self.mismatched:
+            lines.append("The rendering environment matches the manifest; the files were changed after generation.")
+        return "\n".join(lines)
+
+
+def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Lines naming each version or font hash in ``recorded`` (a manifest's ``versions``) that differs
+    from ``current`` (:func:`environment_versions` here). Python's version is not compared (it does
+    not change rendered bytes)."""
+    out = []
+    for k in ("pillow", "freetype2", "zlib"):
+        if recorded.get(k) != current.get(k):
+            out.append(f"{k}: manifest {recorded.get(k)!r}, here {current.get(k)!r}")
+    rf, cf = recorded.get("fonts", {}), current.get("fonts", {})
+    for name in sorted(set(rf) | set(cf)):
+        a, b = rf.get(name, {}), cf.get(name, {})
+        if a.get("sha256") != b.get("sha256"):
+            out.append(
+                f"font {name} ({a.get('file') or b.get('file')}): manifest sha256 {str(a.get('sha256'))[:12]} "
+                f"(package {a.get('package')} {a.get('package_version')}), here {str(b.get('sha256'))[:12]} "
+                f"(package {b.get('package')} {b.get('package_version')})"
+            )
+    return out
+
+
+def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> VerifyResult:
+    """Check a generated suite against its ``manifest.json``.
+
+    Without ``regenerate``: every file listed must exist with its recorded sha256, and no unlisted
+    file may be under ``data/``. With ``regenerate``: the suite is generated again from the manifest's
+    generator, seed and n into a temporary directory and every file's sha256 compared with the
+    manifest (the directory's own files are checked as well). In both modes, when anything differs
+    the result names the environment differences (font file hashes, Pillow, FreeType, zlib) that
+    explain it.
+
+    Raises:
+        SuiteError: no readable manifest, or an unknown generator.
+        FontMissingError: regenerating needs a font that is not installed.
+    """
+    root = Path(suite_dir)
+    manifest = read_manifest(root)
+    files: dict[str, str] = manifest.get("files", {})
+    mismatched, missing = [], []
+    for rel, digest in sorted(files.items()):
+        p = root / rel
+        if not p.is_file():
+            missing.append(rel)
+        elif sha256_file(p) != digest:
+            mismatched.append(rel)
+    present = {str(p.relative_to(root)).replace(os.sep, "/") for p in (root / "data").rglob("*") if p.is_file()}
+    extra = sorted(present - set(files))
+    if regenerate:
+        import importlib
+
+        gen = manifest.get("generator", "")
+        if not gen.startswith("pointfail.suites."):
+            raise SuiteError(f"manifest generator {gen!r} is not a pointfail suite generator")
+        mod = importlib.import_module(gen)
+        with tempfile.TemporaryDirectory() as td:
+            again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]))
+        for rel, digest in sorted(files.items()):
+            if again["files"].get(rel) != digest and rel not in mismatched:
+                mismatched.append(rel)
+        for rel in sorted(set(again["files"]) - set(files)):
+            extra.append(rel)
+    try:
+        current = environment_versions(manifest.get("versions", {}).get("fonts", {}).keys())
+        env = environment_differences(manifest.get("versions", {}), current)
+    except FontMissingError as e:
+        env = [str(e)]
+    ok = not (mismatched or missing or extra)
+    return VerifyResult(ok, sorted(mismatched), missing, sorted(set(extra)), env, regenerate)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as canonical JSON (used by tests and tools); creates parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(canonical_json(obj).encode("utf-8"))
+
+
+
+# ------------------------------------------------------------------------------------------ glyphs
+
+
+@dataclass
+class Glyph:
+    """A character rendered once and reused: ``mask`` (Pillow ``L`` image of its ink, or ``None`` for
+    blank characters), ``offset`` (x, y) of the mask's top-left relative to the pen position on the
+    baseline, ``ink`` the tight box of non-zero mask pixels relative to the pen/baseline (or ``None``)."""
+
+    mask: Any
+    offset: tuple[int, int]
+    ink: tuple[int, int, int, int] | None
+
+
+@dataclass
+class DrawnChar:
+    """One drawn character: ``pen`` x of its pen position (the caret position before it), ``box``
+    tight ink box in image pixels (``None`` for a space)."""
+
+    ch: str
+    pen: int
+    box: list[int] | None
+
+
+class TextPainter:
+    """Draws strings glyph by glyph and reports each glyph's exact ink box.
+
+    Glyph ``i`` of a string drawn at pen ``x`` sits at integer pen ``x + round(font.getlength(s[:i]))``
+    (FreeType advances with kerning, Pillow BASIC layout), and is pasted from a cached mask rendered by
+    Pillow at an integer origin, so the reported box (the mask's non-zero pixels, ``Image.getbbox``)
+    is exactly where the ink lands. ``y`` is the baseline (Pillow anchor ``ls``).
+    """
+
+    def __init__(self) -> None:
+        self._glyphs: dict[tuple[str, int, str], Glyph] = {}
+        self._lengths: dict[tuple[str, int, str], float] = {}
+
+    def glyph(self, font_name: str, size: int, ch: str) -> Glyph:
+        """The cached :class:`Glyph` of ``ch``."""
+        key = (font_name, size, ch)
+        g = self._glyphs.get(key)
+        if g is None:
+            from PIL import Image, ImageDraw
+
+            font = load_font(font_name, size)
+            l, t, r, b = font.getbbox(ch, anchor="ls")
+            if r <= l or b <= t:
+                g = Glyph(None, (0, 0), None)
+            else:
+                m = Image.new("L", (r - l, b - t), 0)
+                ImageDraw.Draw(m).text((-l, -t), ch, font=font, fill=255, anchor="ls")
+                bb = m.getbbox()
+                if bb is None:
+                    g = Glyph(None, (0, 0), None)
+                else:
+                    g = Glyph(m, (l, t), (l + bb[0], t + bb[1], l + bb[2], t + bb[3]))
+            self._glyphs[key] = g
+        return g
+
+    def length(self, font_name: str, size: int, s: str) -> float:
+        """Advance width of ``s`` in pixels (``FreeTypeFont.getlength``), cached."""
+        key = (font_name, size, s)
+        v = self._lengths.get(key)
+        if v is None:
+            v = load_font(font_name, size).getlength(s)
+            self._lengths[key] = v
+        return v
+
+    def pens(self, font_name: str, size: int, x: int, s: str) -> list[int]:
+        """Integer pen x of every caret position 0..len(s) of ``s`` drawn at ``x``."""
+        return [x + round(self.length(font_name, size, s[:i])) for i in range(len(s) + 1)]
+
+    def draw(self, image, x: int, baseline: int, s: str, font_name: str, size: int, color) -> list[DrawnChar]:
+        """Draw ``s`` with its pen starting at ``(x, baseline)`` in ``color`` (RGB tuple); returns one
+        :class:`DrawnChar` per character plus nothing else (the end pen is ``pens(...)[-1]``)."""
+        pens = self.pens(font_name, size, x, s)
+        out = []
+        for i, ch in enumerate(s):
+            g = self.glyph(font_name, size, ch)
+            px = pens[i]
+            if g.mask is None:
+                out.append(DrawnChar(ch, px, None))
+                continue
+            ox, oy = px + g.offset[0], baseline + g.offset[1]
+            image.paste(color, (ox, oy, ox + g.mask.width, oy + g.mask.height), g.mask)
+            il, it, ir, ib = g.ink
+            out.append(DrawnChar(ch, px, [px + il, baseline + it, px + ir, baseline + ib]))
+        return out
+
+
+def union_box(boxes: Iterable[list[int] | None]) -> list[int] | None:
+    """Smallest box containing every non-``None`` box, or ``None`` when there is none."""
+    bs = [b for b in boxes if b is not None]
+    if not bs:
+        return None
+    return [min(b[0] for b in bs), min(b[1] for b in bs), max(b[2] for b in bs), max(b[3] for b in bs)]
