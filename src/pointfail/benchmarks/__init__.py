@@ -106,8 +106,6 @@ def require_images(samples: Iterable[Sample]) -> None:
             missing.append(s.image.path)
     if missing:
         raise BenchmarkError(
-            bench or "benchmark",
-            [f"{len(missing)} image(s) missing; the model cannot run without them "
-             f"(download the screenshots, e.g. `pointfail data fetch {bench} --to DIR`)"]
-            + [f"missing image {p}" for p in missing],
-            missing)
+            bench or "benchmark", [f"missing image {p}" for p in missing], missing,
+            hint=f"{len(missing)} image(s) missing; a model cannot run without them (download them, "
+                 f"e.g. `pointfail data fetch {bench} --to DIR`, and load from DIR)")

@@ -42,15 +42,18 @@ class BenchmarkError(ValueError):
     The message lists the first 20 problems and how many more there are.
     """
 
-    def __init__(self, benchmark: str, problems: Iterable[str], files: Iterable[str] = ()):
+    def __init__(self, benchmark: str, problems: Iterable[str], files: Iterable[str] = (),
+                 hint: str | None = None):
         self.benchmark = benchmark
         self.problems = list(problems)
         self.files = list(files)
+        self.hint = hint
         shown = self.problems[:_MAX_LISTED]
         more = len(self.problems) - len(shown)
         lines = "\n".join(f"  - {p}" for p in shown)
         tail = f"\n  ... and {more} more" if more > 0 else ""
-        super().__init__(f"{benchmark}: {len(self.problems)} problem(s):\n{lines}{tail}")
+        end = f"\n{hint}" if hint else ""
+        super().__init__(f"{benchmark}: {len(self.problems)} problem(s):\n{lines}{tail}{end}")
 
 
 class Problems:
