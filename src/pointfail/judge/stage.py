@@ -1,0 +1,396 @@
+"""The judge stage over a study's records: misses only, each judged once, crash-safe.
+
+Source: ``shared/seeds/pointfail-study.txt``, "The two-stage protocol" and "The judge": the judge sees
+only misses; hits and ``no_prediction`` never reach it. ``shared/DESIGN.md``: every stage can be rerun
+from the records of the stage before it.
+
+What :func:`judge_study` does, per records file ``records/<study>/<model>/<benchmark>.jsonl`` (every
+``*.jsonl`` below the records directory except under ``tables/`` and hidden directories):
+
+1. Reads and validates the file (``records.read_records``; a bad line is an error naming file and line).
+2. If a journal ``<file>.judging`` exists (left by an interrupted run), applies its verdicts first.
+3. Selects the misses without a verdict from this judge in this role: ``role="primary"`` fills
+   ``Record.judge`` when it is ``None``, ``pending`` or ``judge_unavailable``; ``role="other"`` fills the
+   entry of ``Record.other_judgments`` with this judge's name when it is missing, ``pending`` or
+   ``judge_unavailable`` (other entries are kept, sorted by judge name). ``labeled`` and ``unlabeled`` are
+   final: a rerun never judges them again.
+4. Judges them (the oracle synchronously; Ollama concurrently across all files) and appends every
+   verdict to the journal as it arrives (one canonical JSON line, flushed and fsynced).
+5. Rewrites the records file atomically: canonical order through ``records.write_records`` into a
+   temporary file in the same directory, fsync, ``os.replace``, then deletes the journal. This also
+   happens when the run is interrupted by an exception or Ctrl-C; a killed process leaves the journal,
+   and the next run applies it in step 2. So no miss is lost and none is judged twice.
+
+A miss the stage cannot judge for a reason outside the judge (image or mask file missing, no scene
+graph, unknown target id) gets a ``pending`` judgment whose ``detail`` says why; a rerun tries it again.
+
+Inputs the oracle needs from a record: the primary point (``parse.points[0]``, normalized), the image size
+(``image.width``/``height``), ``metadata["target_id"]``, and the scene graph: ``metadata["scene_graph_path"]``
+or ``metadata["scene_graph"]`` when present (relative to the image's directory), else
+``<image dir>/scene_graphs/<image stem>.json`` (the suite layout in ``docs/architecture.md``). Relative
+image, mask and scene-graph paths are looked up under ``data_root`` (if given), the records directory,
+then the working directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from pointfail.records import (
+    Judgment,
+    Record,
+    append_jsonl,
+    canonical_json,
+    iter_jsonl,
+    read_records,
+    write_records,
+)
+
+JOURNAL_SUFFIX = ".judging"
+"""Suffix of the per-file journal of verdicts written during a run (``<file>.jsonl.judging``)."""
+
+FINAL_STATUSES = ("labeled", "unlabeled")
+"""Verdicts a rerun keeps; ``pending`` and ``judge_unavailable`` are judged again."""
+
+
+@dataclass
+class StageReport:
+    """What one run of the stage did.
+
+    Attributes:
+        judge: the judge's name (``oracle`` or ``ollama:<model>``); role: ``primary`` or ``other``.
+        files: records files read; misses: misses in them.
+        already: misses that had a final verdict from this judge before the run.
+        resumed: verdicts recovered from journals of an interrupted run.
+        judged: misses judged in this run; status: their statuses (labeled, unlabeled,
+            judge_unavailable, pending).
+        labels: labels given in this run.
+        problems: ``"<file>:<sample_id>: <reason>"`` for each miss left pending.
+    """
+
+    judge: str
+    role: str
+    files: int = 0
+    misses: int = 0
+    already: int = 0
+    resumed: int = 0
+    judged: int = 0
+    status: Counter = field(default_factory=Counter)
+    labels: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (counters as sorted dicts)."""
+        return {
+            "judge": self.judge,
+            "role": self.role,
+            "files": self.files,
+            "misses": self.misses,
+            "already": self.already,
+            "resumed": self.resumed,
+            "judged": self.judged,
+            "status": dict(sorted(self.status.items())),
+            "labels": dict(sorted(self.labels.items())),
+            "problems": list(self.problems),
+        }
+
+
+def records_files(records_dir: Union[str, Path]) -> list[Path]:
+    """Every ``*.jsonl`` under ``records_dir``, sorted, skipping ``tables/`` and hidden directories."""
+    root = Path(records_dir)
+    out = []
+    for p in sorted(root.rglob("*.jsonl")):
+        rel = p.relative_to(root).parts
+        if any(part == "tables" or part.startswith(".") for part in rel[:-1]):
+            continue
+        out.append(p)
+    return out
+
+
+def current_judgment(record: Record, judge_name: str, role: str) -> Optional[Judgment]:
+    """The judgment in the slot this judge fills (``record.judge`` for primary, else the
+    ``other_judgments`` entry with this judge's name), or ``None``."""
+    if role == "primary":
+        return record.judge
+    for j in record.other_judgments:
+        if j.judge == judge_name:
+            return j
+    return None
+
+
+def needs_verdict(record: Record, judge_name: str, role: str) -> bool:
+    """True for a miss whose slot is empty, ``pending`` or ``judge_unavailable``."""
+    if record.outcome != "miss":
+        return False
+    j = current_judgment(record, judge_name, role)
+    return j is None or j.status not in FINAL_STATUSES
+
+
+def apply_judgment(record: Record, judgment: Judgment, role: str) -> None:
+    """Put ``judgment`` in its slot (replacing this judge's earlier one); ``other_judgments`` stays
+    sorted by judge name so the record's bytes do not depend on run order."""
+    if role == "primary":
+        record.judge = judgment
+        return
+    others = [j for j in record.other_judgments if j.judge != judgment.judge]
+    others.append(judgment)
+    record.other_judgments = sorted(others, key=lambda j: j.judge)
+
+
+def atomic_write_records(path: Union[str, Path], records: list[Record]) -> None:
+    """Write records canonically (``records.write_records``) to a temporary file beside ``path``,
+    fsync it, and ``os.replace`` it over ``path`` (mode 0644), so a crash leaves either the old or
+    the new file, never a partial one."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write_records(tmp, records)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # directories cannot be fsynced on some platforms
+        pass
+
+
+def _pending(judge_name: str, reason: str) -> Judgment:
+    return Judgment(judge=judge_name, status="pending", detail=reason)
+
+
+class _Paths:
+    def __init__(self, records_dir: Path, data_root: Optional[Path]):
+        self.roots = [r for r in (data_root, records_dir, Path.cwd()) if r is not None]
+
+    def find(self, path: str, *, extra: tuple[Path, ...] = ()) -> Path:
+        p = Path(path)
+        if p.is_absolute():
+            if p.is_file():
+                return p
+            raise FileNotFoundError(f"file not found: {p}")
+        for root in (*extra, *self.roots):
+            c = root / p
+            if c.is_file():
+                return c
+        raise FileNotFoundError(f"file not found: {path} (looked under {', '.join(str(r) for r in (*extra, *self.roots))})")
+
+
+def _primary_point(record: Record) -> list[float]:
+    if record.parse is None or not record.parse.points:
+        raise ValueError("miss without a parsed point")
+    return record.parse.points[0]
+
+
+def _scene_graph_for(record: Record, paths: _Paths) -> Path:
+    image = paths.find(record.image.path)
+    md = record.metadata
+    for key in ("scene_graph_path", "scene_graph"):
+        v = md.get(key)
+        if isinstance(v, str) and v:
+            return paths.find(v, extra=(image.parent,))
+    cand = image.parent / "scene_graphs" / f"{image.stem}.json"
+    if cand.is_file():
+        return cand
+    raise FileNotFoundError(f"no scene graph for {record.sample_id} (looked for {cand})")
+
+
+def oracle_for_record(
+    record: Record,
+    tolerance_px: float,
+    paths: _Paths,
+    cache: Optional[dict[Path, dict]] = None,
+) -> Judgment:
+    """The oracle's judgment for one miss, or a ``pending`` judgment saying why it cannot be made."""
+    from pointfail.judge.oracle import SceneGraphError, load_scene_graph, oracle_judgment
+
+    try:
+        x, y = _primary_point(record)
+        target_id = record.metadata.get("target_id")
+        if not isinstance(target_id, str) or not target_id:
+            raise ValueError("record has no metadata.target_id")
+        sg = _scene_graph_for(record, paths)
+        if cache is not None and sg in cache:
+            graph = cache[sg]
+        else:
+            graph = load_scene_graph(sg)
+            if cache is not None:
+                cache[sg] = graph
+        return oracle_judgment(graph, target_id, (x * record.image.width, y * record.image.height), tolerance_px)
+    except (OSError, ValueError, SceneGraphError) as e:
+        return _pending("oracle", f"cannot judge: {e}")
+
+
+def _renderer(record: Record, paths: _Paths):
+    from pointfail.judge.render import render_miss
+
+    image = paths.find(record.image.path)
+    target = record.target
+    if target.kind == "mask" and target.mask_path:
+        target = target.model_copy(update={"mask_path": str(paths.find(target.mask_path, extra=(image.parent,)))})
+    point = _primary_point(record)
+
+    def render() -> bytes:
+        return render_miss(image, target, point)
+
+    return render, point
+
+
+@dataclass
+class _FileState:
+    path: Path
+    records: list[Record]
+    journal: Path
+    results: dict[str, Judgment] = field(default_factory=dict)
+
+    def log(self, sample_id: str, role: str, judgment: Judgment) -> None:
+        self.results[sample_id] = judgment
+        append_jsonl(self.journal, {"sample_id": sample_id, "role": role, "judgment": judgment.model_dump(mode="json")})
+
+
+def _load_file(path: Path, judge_name: str, role: str, report: StageReport) -> _FileState:
+    records = read_records(path)
+    state = _FileState(path=path, records=records, journal=path.with_name(path.name + JOURNAL_SUFFIX))
+    if state.journal.exists():
+        by_id = {r.sample_id: r for r in records}
+        for _, entry in iter_jsonl(state.journal):
+            rec = by_id.get(entry.get("sample_id"))
+            if rec is None or entry.get("role") != role:
+                continue
+            j = Judgment.model_validate(entry["judgment"])
+            if j.judge != judge_name:
+                continue
+            apply_judgment(rec, j, role)
+            report.resumed += 1
+    return state
+
+
+def _finish_file(state: _FileState, role: str) -> None:
+    by_id = {r.sample_id: r for r in state.records}
+    for sid, j in state.results.items():
+        apply_judgment(by_id[sid], j, role)
+    atomic_write_records(state.path, state.records)
+    state.journal.unlink(missing_ok=True)
+
+
+def judge_study(
+    records_dir: Union[str, Path],
+    judge: Any,
+    *,
+    role: str = "primary",
+    data_root: Optional[Union[str, Path]] = None,
+    tolerance_px: Optional[float] = None,
+    progress: bool = False,
+) -> StageReport:
+    """Run the judge stage over every records file below ``records_dir`` (rules in the module docstring).
+
+    Args:
+        records_dir: ``records/<study>`` (or any directory holding records JSONL files).
+        judge: ``"oracle"`` or an :class:`pointfail.judge.client.OllamaJudge` (not yet entered).
+        role: ``"primary"`` (``Record.judge``) or ``"other"`` (``Record.other_judgments``).
+        data_root: where relative image, mask and scene-graph paths are looked up first.
+        tolerance_px: the oracle's ``off_by_pixels`` tolerance in pixels (default
+            ``oracle.DEFAULT_TOLERANCE_PX``).
+        progress: show a tqdm progress bar on stderr.
+
+    Returns:
+        A :class:`StageReport`.
+
+    Raises:
+        RecordError: a records file with an invalid line (file and line named); nothing is rewritten.
+        ValueError: an unknown role or judge.
+    """
+    from pointfail.judge.oracle import DEFAULT_TOLERANCE_PX
+
+    if role not in ("primary", "other"):
+        raise ValueError(f"role must be 'primary' or 'other', got {role!r}")
+    is_oracle = judge == "oracle"
+    if not is_oracle and not hasattr(judge, "judge"):
+        raise ValueError(f"judge must be 'oracle' or an OllamaJudge, got {judge!r}")
+    judge_name = "oracle" if is_oracle else judge.name
+    tol = DEFAULT_TOLERANCE_PX if tolerance_px is None else float(tolerance_px)
+    root = Path(records_dir)
+    paths = _Paths(root, Path(data_root) if data_root is not None else None)
+    report = StageReport(judge=judge_name, role=role)
+
+    states = []
+    for path in records_files(root):
+        states.append(_load_file(path, judge_name, role, report))
+    report.files = len(states)
+    todo: list[tuple[_FileState, Record]] = []
+    for st in states:
+        for rec in st.records:
+            if rec.outcome != "miss":
+                continue
+            report.misses += 1
+            if needs_verdict(rec, judge_name, role):
+                todo.append((st, rec))
+            else:
+                report.already += 1
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"judge {judge_name}", unit="miss")
+
+    def note(st: _FileState, rec: Record, j: Judgment) -> None:
+        st.log(rec.sample_id, role, j)
+        report.judged += 1
+        report.status[j.status] += 1
+        if j.label:
+            report.labels[j.label] += 1
+        if j.status == "pending":
+            report.problems.append(f"{st.path}:{rec.sample_id}: {j.detail}")
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        if is_oracle:
+            cache: dict[Path, dict] = {}
+            for st, rec in todo:
+                note(st, rec, oracle_for_record(rec, tol, paths, cache))
+        elif todo:
+            asyncio.run(_run_ollama(judge, todo, paths, note))
+    finally:
+        if bar is not None:
+            bar.close()
+        for st in states:
+            if st.results or st.journal.exists():
+                _finish_file(st, role)
+    return report
+
+
+async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any) -> None:
+    from pointfail.judge.render import point_outside
+
+    async with judge:
+
+        async def one(st: _FileState, rec: Record) -> None:
+            try:
+                render, point = _renderer(rec, paths)
+                j = await judge.judge(render, rec.prompt.original, point_outside_image=point_outside(point))
+            except Exception as e:  # unreadable image or mask: recorded, the stage goes on
+                j = _pending(judge.name, f"cannot render: {type(e).__name__}: {e}")
+            note(st, rec, j)
+
+        await asyncio.gather(*(one(st, rec) for st, rec in todo))
+
+
+def canonical_report(report: StageReport) -> str:
+    """The report as one canonical JSON line."""
+    return canonical_json(report.to_dict())
