@@ -1,0 +1,18 @@
+"""Qwen3-VL backend (``Qwen3VLForConditionalGeneration`` via ``AutoModelForImageTextToText``).
+
+Model-input size as for Qwen2.5-VL, with Qwen3-VL's patch size 16 (factor 32):
+``[w * 16, h * 16]`` from ``image_grid_thw``. The qwen3_vl frame is the 0-1000 grid (Qwen3-VL model
+card), so the size is recorded for diagnostics, not needed to convert.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pointfail.backends.hf import HFBackend, load_hf
+from pointfail.backends.qwen2_5_vl import grid_input_size
+
+
+def load(weights_dir: Optional[str], device: str = "auto", **options: Any) -> HFBackend:
+    """Load Qwen3-VL from ``weights_dir`` (see :func:`pointfail.backends.hf.load_hf`)."""
+    return load_hf("qwen3_vl", weights_dir, device, processor_default="Qwen3VLProcessor", input_size=grid_input_size)

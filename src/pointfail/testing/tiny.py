@@ -1,0 +1,259 @@
+"""Tiny random-weight checkpoints of the real model architectures, for tests and benchmarks.
+
+``shared/DESIGN.md`` ("Testing without weights or a GPU"): real model code paths are tested with tiny
+random-weight checkpoints of the real architectures, built offline from small configs, saved with
+``save_pretrained`` and loaded back with ``from_pretrained``; tokenizers are built in memory.
+
+Each builder writes a directory that ``AutoModelForImageTextToText.from_pretrained`` and
+:func:`pointfail.backends.hf.load_processor` load offline: ``config.json``, ``model.safetensors``,
+``generation_config.json``, ``tokenizer.json`` / ``tokenizer_config.json``, the processor's config and
+a chat template. Sizes are a few hundred kB; building one takes about a second after the transformers
+import.
+
+The tokenizer is a byte-level BPE with no merges (the 256 byte symbols, so any prompt tokenizes) plus
+the special tokens of the family's chat template and image placeholders (names as in the released
+checkpoints' tokenizers: Qwen ``<|im_start|>``, ``<|image_pad|>``; InternVL ``<img>``, ``<IMG_CONTEXT>``;
+Molmo2 ``<im_patch>``, ``<im_col>``, ...). The chat templates are minimal re-statements of each
+family's turn format, not copies of the released templates.
+
+Architectures (transformers 5.x native classes): Qwen2.5-VL (``Qwen2_5_VLForConditionalGeneration``),
+Qwen3-VL (``Qwen3VLForConditionalGeneration``), InternVL3 hf-format (``InternVLForConditionalGeneration``),
+Molmo2 (``Molmo2ForConditionalGeneration``). Molmo v1 has no native class (remote code only), so it
+has no tiny builder.
+
+Weights are random (seeded): the generated text is gibberish, which is what the worker's tests need
+(real generation, token counting, model-input size), not what a scorer would count as an answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                 "<|image_pad|>", "<|video_pad|>"]
+
+_QWEN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+_INTERNVL_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<IMG_CONTEXT>\n"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+_MOLMO2_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|image|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def byte_level_tokenizer(specials: list[str], **kwargs: Any):
+    """A ``transformers`` fast tokenizer over a byte-level BPE with no merges plus ``specials``.
+
+    Ids: the 256 byte symbols in sorted order (0..255), then ``specials`` in the given order
+    (256, 257, ...). ``kwargs`` go to the tokenizer constructor (``eos_token``, ``pad_token``,
+    ``extra_special_tokens``, ...).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(specials)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
+
+
+def _processor(cls_name: str, **parts: Any):
+    from pointfail.backends.hf import processor_class
+
+    return processor_class(cls_name)(**parts)
+
+
+def _save(model, processor, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def _qwen(out: Path, *, version: str, seed: int) -> Path:
+    import transformers as T
+
+    _seed(seed)
+    tok = byte_level_tokenizer(QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
+    vocab = len(tok)
+    token_ids = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                     vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    text = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                num_key_value_heads=1, max_position_embeddings=1024, bos_token_id=None,
+                eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    if version == "2.5":
+        # head_dim 16 -> mrope sections (t, h, w) sum to head_dim / 2 = 8
+        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 2, 4]}
+        patch = 14
+        cfg = T.Qwen2_5_VLConfig(
+            text_config=text,
+            vision_config=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
+                               patch_size=patch, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                               fullatt_block_indexes=[0]),
+            **token_ids)
+        model = T.Qwen2_5_VLForConditionalGeneration(cfg)
+        proc_name = "Qwen2_5_VLProcessor"
+    else:
+        text.update(head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                  "mrope_section": [2, 3, 3], "mrope_interleaved": True})
+        patch = 16
+        cfg = T.Qwen3VLConfig(
+            text_config=text,
+            vision_config=dict(depth=2, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
+                               patch_size=patch, spatial_merge_size=2, temporal_patch_size=2,
+                               num_position_embeddings=64, deepstack_visual_indexes=[0]),
+            **token_ids)
+        model = T.Qwen3VLForConditionalGeneration(cfg)
+        proc_name = "Qwen3VLProcessor"
+    factor = patch * 2
+    # small images keep the tiny model fast: between 4 and 16 merged tokens per image
+    ip = T.Qwen2VLImageProcessor(min_pixels=factor * factor * 4, max_pixels=factor * factor * 16, patch_size=patch,
+                                 merge_size=2, temporal_patch_size=2)
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    proc = _processor(proc_name, image_processor=ip, tokenizer=tok, chat_template=_QWEN_TEMPLATE)
+    return _save(model, proc, out)
+
+
+def build_qwen2_5_vl(out: str | Path, seed: int = 0) -> Path:
+    """Write a tiny Qwen2.5-VL checkpoint (1 text layer, hidden 32; 1 vision block, patch 14, merge 2;
+    images resized by smart_resize with factor 28 to 4..16 merged tokens) to ``out``; returns the path."""
+    return _qwen(Path(out), version="2.5", seed=seed)
+
+
+def build_qwen3_vl(out: str | Path, seed: int = 0) -> Path:
+    """Write a tiny Qwen3-VL checkpoint (1 text layer, hidden 32; 2 vision blocks with one deepstack
+    layer, patch 16, merge 2, factor 32) to ``out``; returns the path."""
+    return _qwen(Path(out), version="3", seed=seed)
+
+
+INTERNVL_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>"]
+
+
+def build_internvl(out: str | Path, seed: int = 0) -> Path:
+    """Write a tiny InternVL (hf format, as InternVL3-*-hf) checkpoint to ``out``; returns the path.
+
+    Vision: 1 layer, hidden 16, tile 56x56 pixels, patch 14 (16 patches per tile), pixel-shuffle
+    downsample 0.5 -> 4 image tokens per tile; the image processor crops to 1..4 tiles plus a thumbnail
+    (GotOcr2 dynamic tiling, as InternVL3). Text: a 1-layer Qwen2 decoder, hidden 32.
+    """
+    import transformers as T
+
+    out = Path(out)
+    _seed(seed)
+    tok = byte_level_tokenizer(
+        INTERNVL_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
+                              "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in INTERNVL_SPECIALS}
+    tile = 56
+    cfg = T.InternVLConfig(
+        vision_config=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                           image_size=[tile, tile], patch_size=[14, 14]),
+        text_config=dict(model_type="qwen2", vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                         max_position_embeddings=1024, bos_token_id=None, eos_token_id=ids["<|im_end|>"],
+                         pad_token_id=ids["<|endoftext|>"], tie_word_embeddings=False),
+        image_token_id=ids["<IMG_CONTEXT>"], image_seq_length=4, downsample_ratio=0.5,
+        vision_feature_layer=-1, tie_word_embeddings=False)
+    model = T.InternVLForConditionalGeneration(cfg)
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    ip = T.GotOcr2ImageProcessor(size={"height": tile, "width": tile}, crop_to_patches=True, min_patches=1,
+                                 max_patches=4)
+    proc = _processor("InternVLProcessor", image_processor=ip, tokenizer=tok, image_seq_length=4,
+                      chat_template=_INTERNVL_TEMPLATE)
+    return _save(model, proc, out)
+
+
+MOLMO2_BASE_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MOLMO2_IMAGE_SPECIALS = ["<im_start>", "<im_end>", "<im_patch>", "<im_col>", "<low_res_im_start>", "<frame_start>",
+                         "<frame_end>", "<im_low>", "<|image|>", "<|video|>"]
+
+
+def build_molmo2(out: str | Path, seed: int = 0) -> Path:
+    """Write a tiny Molmo2 checkpoint to ``out``; returns the path. Needs torchvision (transformers'
+    Molmo2 image processor has no PIL variant); raises ``RuntimeError`` saying so without it.
+
+    Vision: 2 layers, hidden 16, crops of 56x56 pixels, patch 14, overlap margins 1 patch, at most 2
+    crops, 2x2 pooling. Text: 1 layer, hidden 32. The image special tokens live in the additional
+    vocabulary (ids >= ``vocab_size``), as in the released checkpoints, so they are never generated.
+    """
+    import transformers as T
+
+    from pointfail.backends.hf import torchvision_available
+
+    if not torchvision_available():
+        raise RuntimeError("Molmo2ImageProcessor needs torchvision (transformers has no PIL variant for it); "
+                           "install torchvision to build or run Molmo2")
+    out = Path(out)
+    _seed(seed)
+    tok = byte_level_tokenizer(MOLMO2_BASE_SPECIALS + MOLMO2_IMAGE_SPECIALS, eos_token="<|im_end|>",
+                               pad_token="<|endoftext|>", bos_token="<|endoftext|>",
+                               extra_special_tokens={"image_token": "<|image|>", "video_token": "<|video|>"})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in MOLMO2_BASE_SPECIALS + MOLMO2_IMAGE_SPECIALS}
+    base_vocab = 256 + len(MOLMO2_BASE_SPECIALS)
+    crop = 56
+    cfg = T.Molmo2Config(
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                           num_key_value_heads=2, head_dim=8, image_size=[crop, crop], patch_size=14),
+        adapter_config=dict(vision_feature_layer=[-1], hidden_size=16, num_attention_heads=2, num_key_value_heads=2,
+                            head_dim=8, intermediate_size=32, text_hidden_size=32),
+        text_config=dict(hidden_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                         vocab_size=base_vocab, additional_vocab_size=len(MOLMO2_IMAGE_SPECIALS),
+                         num_hidden_layers=1, intermediate_size=64, max_position_embeddings=2048,
+                         eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                         bos_token_id=ids["<|endoftext|>"]),
+        image_start_token_id=ids["<im_start>"], low_res_image_start_token_id=ids["<low_res_im_start>"],
+        image_end_token_id=ids["<im_end>"], image_patch_id=ids["<im_patch>"], image_col_id=ids["<im_col>"],
+        frame_start_token_id=ids["<frame_start>"], frame_end_token_id=ids["<frame_end>"])
+    model = T.Molmo2ForConditionalGeneration(cfg)
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    ip = T.Molmo2ImageProcessor(size={"height": crop, "width": crop}, max_crops=2, overlap_margins=[1, 1],
+                                patch_size=14, pooling_size=[2, 2])
+    proc = _processor("Molmo2Processor", image_processor=ip, tokenizer=tok, chat_template=_MOLMO2_TEMPLATE)
+    return _save(model, proc, out)
+
+
+BUILDERS: dict[str, Callable[..., Path]] = {
+    "qwen2_5_vl": build_qwen2_5_vl,
+    "qwen3_vl": build_qwen3_vl,
+    "internvl3": build_internvl,
+    "molmo2": build_molmo2,
+}
+"""Family name (as in ``pointfail.families``) -> tiny checkpoint builder."""
+
+
+def build(family: str, out: str | Path, seed: int = 0) -> Path:
+    """Build the tiny checkpoint for ``family`` into ``out``. Raises ``KeyError`` naming the families
+    that have a builder."""
+    if family not in BUILDERS:
+        raise KeyError(f"no tiny checkpoint builder for {family!r}; known: {', '.join(sorted(BUILDERS))}")
+    return BUILDERS[family](out, seed=seed)
