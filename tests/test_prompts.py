@@ -1,0 +1,158 @@
+"""Directive stripping on the publishers' real wordings, and build_prompt's three forms."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
+import builders  # noqa: E402
+
+from pointfail.benchmarks import load  # noqa: E402
+from pointfail.prompts import DIRECTIVES, PromptError, build_prompt, strip_directives  # noqa: E402
+from pointfail.records import ImageRef, Sample, Target  # noqa: E402
+
+# Where2Place / RoboPoint, verbatim (point_questions.jsonl text and RoboPoint's prompt constant).
+ROBOPOINT = ("Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], where "
+             "each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
+             "coordinates should be between 0 and 1, indicating the normalized pixel locations of the points "
+             "in the image.")
+# A box variant as published for bbox questions (0-1000 wording from a public evaluation script).
+BOX_1000 = ("Your answer should be formatted as a list of tuples, i.e. [(x1, y1, x2, y2), ...], where each "
+            "tuple contains the coordinates of a bbox satisfying the conditions above. The coordinates should "
+            "range from 0 to 1000, representing the relative pixel positions of the bbox in the image.")
+BOX_UNIT = ("Your answer should be formatted as a list of tuples, i.e. [(x1, y1, x2, y2), ...], where each "
+            "tuple contains the x and y coordinates of the upper-left and lower-right corners of a bounding "
+            "box satisfying the conditions above. The coordinates should be between 0 and 1, indicating the "
+            "normalized pixel locations of the bounding boxes in the image.")
+POINTARENA_999 = ("Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], where "
+                  "each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
+                  "coordinates should be integers between 0 and 999, representing the pixel locations scaled "
+                  "to a 1000x1000 grid.")
+
+
+@pytest.mark.parametrize("text,core,names", [
+    ("<image>\nPoint to the free space left of the bowl. " + ROBOPOINT,
+     "Point to the free space left of the bowl.", ["image_placeholder", "robopoint_point_list"]),
+    ("Point to the free space left of the bowl. " + ROBOPOINT,
+     "Point to the free space left of the bowl.", ["robopoint_point_list"]),
+    ("<image>\nFind a spot on the shelf for the box. " + BOX_UNIT,
+     "Find a spot on the shelf for the box.", ["image_placeholder", "robopoint_box_list"]),
+    ("Please generate a set of bounding box (bbox) coordinates based on the image and description.\n" + BOX_1000,
+     "Please generate a set of bounding box (bbox) coordinates based on the image and description.",
+     ["robopoint_box_list"]),
+    ("Please point to the mug left of the laptop. " + builders.REFSPATIAL_SUFFIX,
+     "Please point to the mug left of the laptop.", ["robopoint_point_list"]),
+    ("Locate several points within the vacant space for the following task: place the cup. " + ROBOPOINT
+     + " Output 3 coordinates.",
+     "Locate several points within the vacant space for the following task: place the cup.",
+     ["robopoint_point_list"]),
+    ("Point to the red apple. " + POINTARENA_999, "Point to the red apple.", ["robopoint_point_list"]),
+    # line-wrapped copy of the directive still matches
+    ("Point to the gap.\n" + ROBOPOINT.replace("where each", "where\neach"), "Point to the gap.",
+     ["robopoint_point_list"]),
+])
+def test_strip_real_wordings(text, core, names):
+    assert strip_directives(text) == (core, names)
+
+
+def test_no_directive_left_alone():
+    assert strip_directives("  Target cell E15.  ") == ("Target cell E15.", [])
+    # the instruction mentioning tuples is not a directive
+    assert strip_directives("Point to the list of tuples on the board.")[1] == []
+
+
+def test_real_pointerbench_instructions_untouched(pointerbench_dir):
+    """None of the 1,500 real PointerBench instructions carries a directive: all pass through."""
+    n = 0
+    for name in ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro"):
+        for s in load(name, pointerbench_dir):
+            core, stripped = strip_directives(s.instruction)
+            assert stripped == [] and core == " ".join(s.instruction.split()), s.sample_id
+            n += 1
+    assert n == 1500
+
+
+def test_registry_names_unique():
+    names = [d.name for d in DIRECTIVES]
+    assert len(names) == len(set(names)) and all(d.source for d in DIRECTIVES)
+
+
+_core_text = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd"), whitelist_characters=" ,"),
+                     min_size=1, max_size=60).filter(lambda t: t.strip())
+
+
+@settings(max_examples=60, deadline=None)
+@given(core=_core_text, image_line=st.booleans(), directive=st.sampled_from([ROBOPOINT, BOX_UNIT, BOX_1000]))
+def test_strip_recovers_core(core, image_line, directive):
+    text = ("<image>\n" if image_line else "") + core + ". " + directive
+    got, names = strip_directives(text)
+    assert got == " ".join((core + ".").split())
+    assert len(names) == 1 + int(image_line)
+    assert strip_directives(got) == (got, [])  # idempotent
+
+
+class _EchoFamily:
+    """A minimal family: marks the task so the test sees exactly what reached prompt()."""
+
+    name = "echo"
+
+    def prompt(self, core_instruction: str, task: str = "point") -> str:
+        return f"[{task}] {core_instruction}"
+
+
+def _sample(instruction, task="point", **metadata):
+    return Sample(sample_id="s", benchmark="x", image=ImageRef(path="i.png", width=640, height=480),
+                  instruction=instruction, task=task, target=Target(kind="absent"), metadata=metadata)
+
+
+def test_build_prompt_keeps_three_forms():
+    text = "<image>\nPoint to the gap. " + ROBOPOINT
+    p = build_prompt(_EchoFamily(), _sample(text))
+    assert p.original == text
+    assert p.core == "Point to the gap."
+    assert p.sent == "[point] Point to the gap."
+    assert p.stripped == ["image_placeholder", "robopoint_point_list"]
+    assert build_prompt(_EchoFamily(), _sample("Box the word.", task="box")).sent == "[box] Box the word."
+
+
+def test_build_prompt_refspatial_unknown_suffix_removed_verbatim():
+    suffix = "Answer with one normalized point as (x, y) please"
+    p = build_prompt(_EchoFamily(), _sample(f"Point to the cup. {suffix}", directive_suffix=suffix))
+    assert p.core == "Point to the cup." and p.stripped == ["refspatial_suffix"]
+
+
+def test_build_prompt_refspatial_fixture(tmp_path):
+    s = load("refspatial", builders.refspatial(tmp_path / "rs"))[0]
+    p = build_prompt(_EchoFamily(), s)
+    assert p.core == "Please point to the location target." and p.stripped == ["robopoint_point_list"]
+
+
+def test_build_prompt_steerable_reference_point(tmp_path):
+    s = {x.sample_id: x for x in load("point-bench", builders.point_bench(tmp_path / "pb"))}
+    p = build_prompt(_EchoFamily(), s["steerable/s1.png"])
+    assert p.core == ("Point to the object left of the dot. The query refers to an existing point at pixel "
+                      "coordinates (5.0, 5.0) of this 20x10 image; the point is not drawn.")
+    p2 = build_prompt(_EchoFamily(), s["steerable/s2.png"])
+    assert p2.core == "Point to the object right of the dot."
+
+
+def test_build_prompt_empty_after_stripping():
+    with pytest.raises(PromptError, match="empty after stripping"):
+        build_prompt(_EchoFamily(), _sample("<image>\n" + ROBOPOINT))
+
+
+def test_build_prompt_with_real_families():
+    fam = pytest.importorskip("pointfail.families")
+    s = _sample("<image>\nthe mug on the left. " + ROBOPOINT)
+    jp = build_prompt("json_pixels", s)
+    assert jp.core == "the mug on the left."
+    assert jp.sent == fam.get_family("json_pixels").prompt("the mug on the left.", "point")
+    assert "You are evaluating PointerBench" in jp.sent and "the mug on the left." in jp.sent
+    q = build_prompt(fam.get_family("qwen2_5_vl"), s)
+    assert "the mug on the left" in q.sent and "point_2d" in q.sent
+    with pytest.raises(KeyError):
+        build_prompt("no_such_family", s)
