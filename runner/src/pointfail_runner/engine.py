@@ -1,0 +1,109 @@
+"""Find a Docker Engine, or start one (issue 4: "where none answers, they install Debian's docker.io
+and start dockerd").
+
+The engine is reached through the docker SDK (``docker.from_env()``: ``DOCKER_HOST`` or the local
+socket). When nothing answers and the process is root on a Debian or Ubuntu machine,
+:func:`ensure_engine` installs Debian's ``docker.io`` with apt-get if ``dockerd`` is missing, starts
+``dockerd`` in the background (its own session, log to a file) and waits until the API answers a
+ping. Everywhere else it raises :class:`EngineError` naming the exact command to run.
+
+Processes are started with argument lists only (no shell).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_LOG = Path(os.environ.get("POINTFAIL_DOCKERD_LOG", "/var/log/pointfail-dockerd.log"))
+INSTALL_HINT = "apt-get install -y docker.io && dockerd &   (as root), or start Docker Desktop"
+
+
+class EngineError(RuntimeError):
+    """No Docker Engine answers and none could be started; the message says what to run."""
+
+
+def _ping(timeout: float):
+    """Return a connected ``docker.DockerClient`` or ``None`` when the engine does not answer."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env(timeout=int(max(timeout, 1)))
+        client.ping()
+        return client
+    except (DockerException, OSError, ValueError):
+        return None
+
+
+def _is_debian() -> bool:
+    return Path("/etc/debian_version").exists()
+
+
+def _tail(path: Path, n: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def install_docker_io() -> None:
+    """Install Debian's ``docker.io`` package with apt-get (root only).
+
+    Raises:
+        EngineError: when apt-get fails (its output is in the message).
+    """
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "docker.io"]):
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise EngineError(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+
+
+def ensure_engine(timeout: float = 90.0, log_path: Optional[Path] = None, start: bool = True):
+    """Return a ``docker.DockerClient`` connected to an engine that answers ``ping``.
+
+    Args:
+        timeout: seconds to wait for a freshly started ``dockerd`` to answer.
+        log_path: where ``dockerd``'s stdout/stderr go (default ``$POINTFAIL_DOCKERD_LOG`` or
+            ``/var/log/pointfail-dockerd.log``).
+        start: when False, never install or start anything (just ping).
+
+    Raises:
+        EngineError: nothing answers and this is not root on Debian/Ubuntu, ``DOCKER_HOST`` points
+            elsewhere, installing ``docker.io`` failed, or ``dockerd`` exited or did not answer in
+            ``timeout`` seconds (the last lines of its log are in the message).
+    """
+    client = _ping(5)
+    if client is not None:
+        return client
+    if not start:
+        raise EngineError(f"no Docker Engine answers; start one: {INSTALL_HINT}")
+    if os.environ.get("DOCKER_HOST"):
+        raise EngineError(f"DOCKER_HOST={os.environ['DOCKER_HOST']} does not answer; not starting a local engine")
+    if os.geteuid() != 0 or not _is_debian():
+        raise EngineError(f"no Docker Engine answers and this is not root on Debian/Ubuntu; run: {INSTALL_HINT}")
+    if shutil.which("dockerd") is None:
+        install_docker_io()
+    dockerd = shutil.which("dockerd")
+    if dockerd is None:
+        raise EngineError("docker.io installed but dockerd is not on PATH")
+    log_path = Path(log_path or DEFAULT_LOG)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [dockerd], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        client = _ping(5)
+        if client is not None:
+            return client
+        if proc.poll() is not None:
+            raise EngineError(f"dockerd exited with {proc.returncode}; last lines of {log_path}:\n{_tail(log_path)}")
+        time.sleep(0.5)
+    raise EngineError(f"dockerd did not answer within {timeout:.0f} s; last lines of {log_path}:\n{_tail(log_path)}")
