@@ -1,0 +1,166 @@
+"""`pointfail score-predictions` on the real 1,500 PointerBench rows with constructed predictions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pointfail.benchmarks import AXES, load
+from pointfail.benchmarks.official import (prediction_box, prediction_point, read_predictions,
+                                           score_pointerbench_predictions)
+from pointfail.cli import main
+
+SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
+
+
+def _rows(pointerbench_dir, name):
+    path = pointerbench_dir / name / "data" / "test" / "metadata.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_jsonl(path: Path, objs) -> Path:
+    path.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
+    return path
+
+
+def _run(tmp_path, name, data, preds_path):
+    out = tmp_path / f"{name}.rows.jsonl"
+    rc = main(["score-predictions", "--benchmark", name, "--data", str(data), "--predictions", str(preds_path),
+               "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    summary = json.loads(Path(str(out) + ".summary.json").read_text(encoding="utf-8"))
+    return rc, rows, summary
+
+
+@pytest.mark.parametrize("name", SUBSETS)
+def test_reference_answers_all_hit(tmp_path, pointerbench_dir, name):
+    gt = _rows(pointerbench_dir, name)
+    preds = [{"id": r["id"], "point": r["point"]} if r["answer_type"] == "point" else {"id": r["id"], "bbox": r["bbox"]}
+             for r in gt]
+    rc, rows, summary = _run(tmp_path, name, pointerbench_dir, _write_jsonl(tmp_path / "p.jsonl", preds))
+    assert rc == 0
+    assert len(rows) == 500 and all(r["hit"] and not r["missing"] for r in rows)
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in gt)
+    assert summary["n"] == 500 and summary["hits"] == 500 and summary["accuracy"] == 1.0
+    assert summary["missing_predictions"] == 0
+    n_box = sum(r["answer_type"] == "bbox" for r in gt)
+    assert summary["box_classes"] == ({"hit": n_box} if n_box else {})
+    # every official axis of the subset is broken down, and each breakdown covers all 500 rows
+    axes = {"pointerbench-sheets": ("category", "ui_style", "data_type"),
+            "pointerbench-text": ("answer_type", "data_type", "category", "surface", "language", "difficulty"),
+            "pointerbench-pro": ("element_type", "app_category", "platform", "app")}[name]
+    for a in axes:
+        assert sum(v["n"] for v in summary[f"by_{a}"].values()) == 500, a
+    if name == "pointerbench-text":
+        assert summary["by_language"]["en"] == {"n": 250, "hits": 250, "acc": 1.0}
+        assert summary["by_answer_type"]["bbox"]["n"] == 134
+
+
+@pytest.mark.parametrize("name", SUBSETS)
+def test_inclusive_edges(tmp_path, pointerbench_dir, name):
+    gt = [r for r in _rows(pointerbench_dir, name) if r["answer_type"] == "point"]
+    mid = lambda r: (r["bbox"][1] + r["bbox"][3]) / 2  # noqa: E731
+    on_edge = [{"id": r["id"], "point": [r["bbox"][2], r["bbox"][3]]} for r in gt]           # corner: inside
+    on_left = [{"id": r["id"], "point": [r["bbox"][0], mid(r)]} for r in gt]                 # left edge: inside
+    past_right = [{"id": r["id"], "point": [r["bbox"][2] + 0.5, mid(r)]} for r in gt]        # outside
+    past_left = [{"id": r["id"], "point": [r["bbox"][0] - 0.001, mid(r)]} for r in gt]       # outside
+    samples = [s for s in load(name, pointerbench_dir) if s.task == "point"]
+    for preds, want in ((on_edge, True), (on_left, True), (past_right, False), (past_left, False)):
+        rows, summary = score_pointerbench_predictions(samples, {p["id"]: p for p in preds}, AXES[name])
+        assert all(r["hit"] is want for r in rows)
+        assert summary["hits"] == (len(gt) if want else 0)
+        assert summary["missing_predictions"] == 0
+
+
+def test_box_thresholds_on_real_rows(tmp_path, pointerbench_dir):
+    """Predictions built at the coverage (0.9) and precision (0.7) thresholds of the 134 real box rows.
+
+    For a w x h target with w divisible by 10, a box 9w/10 wide has coverage exactly 9/10 (hit); one
+    pixel narrower is clipped. For w divisible by 7, a box 10w/7 wide has precision exactly 7/10
+    (hit); one pixel wider is oversized."""
+    gt = [r for r in _rows(pointerbench_dir, "pointerbench-text") if r["answer_type"] == "bbox"]
+    assert len(gt) == 134
+    preds, expect = {}, {}
+    for r in gt:
+        x0, y0, x1, y1 = r["bbox"]
+        w = x1 - x0
+        if w % 10 == 0:
+            preds[r["id"] + "/cov"] = [x0, y0, x0 + 9 * w // 10, y1], "hit"
+            preds[r["id"] + "/cov-1"] = [x0, y0, x0 + 9 * w // 10 - 1, y1], "clipped"
+        if w % 7 == 0:
+            preds[r["id"] + "/prec"] = [x0, y0, x0 + 10 * w // 7, y1], "hit"
+            preds[r["id"] + "/prec+1"] = [x0, y0, x0 + 10 * w // 7 + 1, y1], "oversized"
+    assert len(preds) >= 20  # enough real rows land on the exact thresholds
+    samples = {s.sample_id: s for s in load("pointerbench-text", pointerbench_dir) if s.task == "box"}
+    for key, (box, want) in preds.items():
+        sid = key.split("/")[0]
+        rows, _ = score_pointerbench_predictions([samples[sid]], {sid: {"id": sid, "bbox": box}}, ())
+        assert rows[0]["box_class"] == want, (key, box, rows[0])
+        assert rows[0]["hit"] is (want == "hit")
+
+
+def test_missing_malformed_duplicates_and_json_list(tmp_path, pointerbench_dir):
+    gt = _rows(pointerbench_dir, "pointerbench-text")
+    box_rows = [r for r in gt if r["answer_type"] == "bbox"]
+    point_rows = [r for r in gt if r["answer_type"] == "point"]
+    preds = [
+        {"id": box_rows[0]["id"], "bbox": "n/a"},                               # malformed box
+        {"id": box_rows[1]["id"], "bbox": json.dumps(box_rows[1]["bbox"])},     # numbers in a string: read
+        {"id": box_rows[2]["id"], "point": box_rows[2]["point"]},              # a point for a box row: wrong
+        {"id": point_rows[0]["id"], "point": [0, 0]},                           # first (miss) ...
+        {"id": point_rows[0]["id"], "point": point_rows[0]["point"]},           # ... the last one wins
+        {"id": point_rows[1]["id"], "x": point_rows[1]["point"][0], "y": point_rows[1]["point"][1]},
+        {"id": point_rows[2]["id"], "point": ["left", "top"]},                  # malformed point
+        {"point": [1, 2]},                                                       # no id: ignored
+        {"id": "pbt_9999", "point": [1, 2]},                                     # unknown id
+    ]
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(preds), encoding="utf-8")  # one JSON list
+    rc, rows, summary = _run(tmp_path, "pointerbench-text", pointerbench_dir / "pointerbench-text", path)
+    assert rc == 0
+    by = {r["id"]: r for r in rows}
+    assert by[box_rows[0]["id"]] == {"id": box_rows[0]["id"], "answer_type": "bbox", "box_class": "malformed",
+                                     "hit": False, "missing": True, "iou": None, "coverage": None, "precision": None}
+    assert by[box_rows[1]["id"]]["hit"] and by[box_rows[1]["id"]]["box_class"] == "hit"
+    assert by[box_rows[2]["id"]]["box_class"] == "malformed"
+    assert by[point_rows[0]["id"]]["hit"] and by[point_rows[1]["id"]]["hit"]
+    assert by[point_rows[2]["id"]] == {"id": point_rows[2]["id"], "answer_type": "point", "hit": False, "missing": True}
+    assert summary["hits"] == 3
+    # rows without a usable prediction: 494 rows had no object (6 distinct known ids were given),
+    # plus the malformed box, the point given for a box row and the malformed point
+    assert summary["missing_predictions"] == 494 + 3
+    assert summary["predictions"] == {"objects": 9, "without_id": 1, "duplicates": 1, "unknown_ids": 1}
+    assert summary["box_classes"]["malformed"] == 134 - 1
+
+
+def test_prediction_readers():
+    assert prediction_point({"coordinate": [3, 4, 9, 9]}) == (3.0, 4.0)
+    assert prediction_point({"pred": ["1.5", "2"]}) == (1.5, 2.0)
+    assert prediction_point({"point": [None, 1]}) is None
+    assert prediction_box({"box": [5, 6, 1, 2]}) == [1.0, 2.0, 5.0, 6.0]
+    assert prediction_box({"x0": 1, "y0": 2, "x1": 3, "y1": 4}) == [1.0, 2.0, 3.0, 4.0]
+    assert prediction_box({"answer": "the box is (10, 20) to (30, 40)"}) == [10.0, 20.0, 30.0, 40.0]
+    assert prediction_box({"bbox": [1, 2, 3]}) is None
+
+
+def test_bad_inputs_exit_2(tmp_path, pointerbench_dir, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "pbs_0000", "point": [1, 2]}\n{oops\n', encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    args = ["score-predictions", "--benchmark", "pointerbench-sheets", "--data", str(pointerbench_dir),
+            "--out", str(out), "--predictions"]
+    assert main(args + [str(bad)]) == 2
+    assert "bad.jsonl:2: not valid JSON" in capsys.readouterr().err
+    assert main(args + [str(tmp_path / "none.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["score-predictions", "--benchmark", "where2place", "--data", ".", "--predictions", "p", "--out", "o"])
+
+
+def test_read_predictions_counts(tmp_path):
+    p = _write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "point": [1, 2]}, {"id": "a", "point": [3, 4]}, {"x": 1}])
+    preds, counts = read_predictions(p)
+    assert preds == {"a": {"id": "a", "point": [3, 4]}}
+    assert counts == {"objects": 3, "without_id": 1, "duplicates": 1}
