@@ -1,0 +1,83 @@
+"""``pointfail score``: parse and score one model reply, print one JSON object.
+
+Usage::
+
+    pointfail score --family molmo --image-size 1024 768 --box 100 100 200 200 \\
+        --text '<point x="14.6" y="19.5" alt="x">x</point>'
+
+prints (one canonical JSON line: sorted keys, UTF-8) at least ``outcome``, ``primary``
+(normalized ``[x, y]`` or null), ``points``, ``boxes``, ``flags``, plus ``in_target``,
+``distance_px``, ``distance_norm``, ``box`` (box tasks), ``frame``, ``reason``, ``ignored``,
+``truncated``, ``image_size``. Exit status: 0 when the reply was scored (whatever the outcome),
+1 when the image or mask cannot be used (unreadable, wrong size) or the frame needs
+``--model-input-size``, 2 for usage errors (including an unknown family).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``score`` subcommand."""
+    p = subparsers.add_parser(
+        "score",
+        help="parse and score one model reply against a mask or box",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--family", required=True, help="model family (see `pointfail families`)")
+    img = p.add_mutually_exclusive_group(required=True)
+    img.add_argument("--image", metavar="PATH", help="the original image (only its size is read)")
+    img.add_argument("--image-size", nargs=2, type=int, metavar=("W", "H"), help="original image size in pixels")
+    p.add_argument(
+        "--model-input-size",
+        nargs=2,
+        type=int,
+        metavar=("W", "H"),
+        help="size of the resized model input (resized-pixel frames: qwen2_5_vl, ui_tars_1_5, gta1, opencua)",
+    )
+    tgt = p.add_mutually_exclusive_group(required=True)
+    tgt.add_argument("--mask", metavar="PATH", help="binary mask file, same size as the image")
+    tgt.add_argument(
+        "--box", nargs=4, type=float, metavar=("X0", "Y0", "X1", "Y1"), help="target box, pixels of the original image"
+    )
+    p.add_argument("--task", choices=("point", "box"), default="point", help="point (default) or box task")
+    p.add_argument("--allow-rescale", action="store_true", help="accept a same-aspect mask of another size")
+    p.add_argument("--text", required=True, help="the model's raw reply ('-' reads it from stdin)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the reply and print the JSON object; returns the exit status described above."""
+    from pointfail.frames import FrameError
+    from pointfail.geometry import GeometryError
+    from pointfail.records import canonical_json
+    from pointfail.scoring import score_prediction
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    try:
+        from pointfail.families import get_family
+
+        family = get_family(args.family)
+    except KeyError as e:
+        print(f"pointfail score: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    try:
+        res = score_prediction(
+            family,
+            text,
+            image_path=args.image,
+            image_size=args.image_size,
+            model_input_size=args.model_input_size,
+            mask_path=args.mask,
+            box=args.box,
+            task=args.task,
+            allow_rescale=args.allow_rescale,
+        )
+    except (GeometryError, FrameError, ValueError) as e:
+        print(f"pointfail score: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(canonical_json(res.to_dict()))
+    return 0

@@ -1,0 +1,440 @@
+"""Scoring: one outcome per sample from a parsed answer and its target, records, and the scoring API.
+
+Outcome rules (``shared/DESIGN.md`` "Outcomes"; the study's "Task and outcomes" and "Computing the
+metrics"; PointerBench's box rule). Exactly one outcome per sample:
+
+* ``no_prediction``: the parse holds no point and no box (nothing parseable; the parse's
+  ``reason`` says why, e.g. ``truncated``, ``no_coordinates``, ``non_finite_number``).
+* Point task: the **primary point** is the first parsed point; if the answer holds only boxes, it
+  is the centre of the first box (a box answer to a point task is scored by its centre). ``hit``
+  when the primary point is in the target (pixel lookup for masks, inclusive box edges, even-odd
+  polygons with inclusive edges: see :mod:`pointfail.geometry`), else ``miss``.
+* Box task: the **primary box** is the first parsed box, scored by the PointerBench rule
+  (coverage >= 0.90 and precision >= 0.70, or the row's own ``eval`` thresholds): ``hit`` when the
+  rule passes, else ``miss``, with the box class (hit, clipped, oversized, both) in
+  ``Geometry.box``.
+  **A point answer to a box task** (points but no box) is a ``miss`` with box class
+  ``malformed``: a point has no area, and PointerBench's official scorer finds no box in it and
+  counts it wrong (its paper: specialists whose native output is a point "receive 0.0% on all 134
+  region tasks"). It is a miss, not ``no_prediction``, because the model did answer.
+  For box tasks ``Geometry.in_target`` and the distances describe the primary point (first point,
+  else the primary box's centre) as diagnostics; the outcome comes from the box rule alone.
+* **Absent target** (the referent is not in the image; the correct answer is to decline): any
+  point or box is a ``miss`` (``in_target`` False, distances ``None``, no box score); no point and
+  no box is ``no_prediction``. Aggregation counts absent rows apart (correctly declined,
+  hallucinated a location), as the grounding-metrics document asks.
+* ``error`` (infrastructure) is never produced by :func:`score_parse`; :func:`build_record` sets it
+  when the worker reported an error, or when the target cannot be used (unreadable or wrong-size
+  mask) or the frame conversion lacks what it needs (e.g. the model-input size).
+
+Geometry: ``distance_px`` in pixels of the original image (0 inside; pixel-centre convention for
+masks, exact for boxes and polygons), ``distance_norm`` = ``distance_px`` / image diagonal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pointfail.geometry import GeometryError, TargetRegion, image_size as _read_image_size, load_mask, to_pixels
+from pointfail.records import (
+    BoxScore,
+    Geometry,
+    OfficialScore,
+    ParseResult,
+    Prompt,
+    Provenance,
+    Record,
+    Response,
+    Sample,
+    Target,
+)
+
+__all__ = [
+    "primary_point",
+    "primary_box",
+    "score_parse",
+    "build_record",
+    "ScoreResult",
+    "score_prediction",
+    "scorePrediction",
+]
+
+
+def _finite(vals: Sequence[float]) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals)
+
+
+def primary_point(parse: Optional[ParseResult]) -> Optional[list[float]]:
+    """The primary point, normalized ``[x, y]``: the first parsed point, else the centre of the
+    first parsed box, else ``None``."""
+    if parse is None:
+        return None
+    for p in parse.points:
+        if len(p) >= 2 and _finite(p[:2]):
+            return [float(p[0]), float(p[1])]
+        return None
+    for b in parse.boxes:
+        if len(b) == 4 and _finite(b):
+            return [(b[0] + b[2]) / 2.0, (b[1] + b[3]) / 2.0]
+        return None
+    return None
+
+
+def primary_box(parse: Optional[ParseResult]) -> Optional[list[float]]:
+    """The primary box, normalized ``[x0, y0, x1, y1]``: the first parsed box, else ``None``."""
+    if parse is None or not parse.boxes:
+        return None
+    return [float(v) for v in parse.boxes[0]]
+
+
+def _box_to_px(box_norm: Sequence[float], size: Sequence[int]) -> list[float]:
+    x0, y0 = to_pixels(box_norm[:2], size)
+    x1, y1 = to_pixels(box_norm[2:4], size)
+    return [x0, y0, x1, y1]
+
+
+def score_parse(
+    parse: Optional[ParseResult], region: TargetRegion, task: str, image_size: Sequence[int]
+) -> tuple[str, Geometry]:
+    """Score one parsed answer against its target.
+
+    Args:
+        parse: the family parser's result (normalized points/boxes), or ``None`` (nothing parsed).
+        region: the target (:meth:`pointfail.geometry.TargetRegion.from_target`).
+        task: ``"point"`` or ``"box"``.
+        image_size: ``(W, H)`` pixels of the original image; must equal ``region.image_size``.
+
+    Returns:
+        ``(outcome, geometry)`` with outcome ``hit`` | ``miss`` | ``no_prediction`` by the rules in
+        the module docstring; ``geometry`` holds ``in_target`` and the distances of the primary point
+        (``None`` without a point), and for box tasks the ``BoxScore`` of the primary box
+        (``malformed`` when there is none; ``None`` for an absent target).
+
+    Raises:
+        ValueError: unknown task, or ``image_size`` differs from the region's.
+    """
+    if task not in ("point", "box"):
+        raise ValueError(f"task must be 'point' or 'box', got {task!r}")
+    size = (int(image_size[0]), int(image_size[1]))
+    if size != region.image_size:
+        raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
+    point = primary_point(parse)
+    box = primary_box(parse) if task == "box" else None
+    absent = region.kind == "absent"
+
+    geometry = Geometry()
+    if point is not None:
+        geometry.in_target = region.contains(point)
+        geometry.distance_px = region.distance_px(point)
+        geometry.distance_norm = None if geometry.distance_px is None else geometry.distance_px / region.diagonal_px
+
+    if task == "box":
+        if not absent:
+            geometry.box = region.box_score(_box_to_px(box, size) if box is not None else None)
+        if point is None and box is None:
+            return "no_prediction", geometry
+        if absent or geometry.box is None:
+            return "miss", geometry
+        return ("hit" if geometry.box.box_class == "hit" else "miss"), geometry
+
+    if point is None:
+        return "no_prediction", geometry
+    return ("hit" if geometry.in_target else "miss"), geometry
+
+
+def _official_score(sample: Sample, parse: Optional[ParseResult], region: TargetRegion) -> Optional[OfficialScore]:
+    """The benchmark's own rule via ``pointfail.benchmarks.official.official_score``, or ``None``
+    when that module is not installed (only a missing module is tolerated; any other error in it
+    propagates)."""
+    try:
+        from pointfail.benchmarks import official
+    except ModuleNotFoundError as e:
+        if e.name in ("pointfail.benchmarks", "pointfail.benchmarks.official"):
+            return None
+        raise
+    except ImportError as e:  # "cannot import name 'official' from 'pointfail.benchmarks'"
+        if "official" in str(e) and getattr(e, "name", None) in (None, "pointfail.benchmarks"):
+            return None
+        raise
+    return official.official_score(sample, parse, region)
+
+
+def _resolve_family(family: Any) -> Any:
+    if isinstance(family, str):
+        from pointfail.families import get_family
+
+        return get_family(family)
+    return family
+
+
+def build_record(
+    *,
+    study: str,
+    model: str,
+    family: Any,
+    sample: Sample,
+    prompt: Prompt,
+    response: Response,
+    provenance: Optional[Provenance] = None,
+    base_dir: Optional[str | Path] = None,
+    allow_rescale: bool = False,
+) -> Record:
+    """Turn one worker response into a :class:`~pointfail.records.Record`: parse the raw text with
+    the family, score it against the sample's target, and fill the benchmark's official score
+    (when ``pointfail.benchmarks.official`` exists). The judge fields stay empty.
+
+    Args:
+        study, model: names used in ``records/<study>/<model>/<benchmark>.jsonl``.
+        family: a family name (``get_family``) or a ``Family`` object.
+        sample, prompt, response: the benchmark row, what was sent, what the worker wrote.
+        provenance: versions and digests (default: empty).
+        base_dir: directory that a relative ``target.mask_path`` is resolved against.
+        allow_rescale: accept a same-aspect mask of another size (see ``geometry.load_mask``).
+
+    Returns:
+        The record. ``outcome == "error"`` (never scored) when ``response.error`` is set (parse
+        ``None``), or when scoring cannot be done for reasons outside the model's text: an
+        unreadable or wrong-size mask, a target missing its data, or a frame conversion lacking
+        the model-input size. In those cases the raw text is kept, the parse is kept when there is
+        one, and ``response.error`` is set to ``"scoring: <reason>"`` so the record explains itself.
+
+    Raises:
+        KeyError: unknown family name.
+    """
+    from pointfail.frames import FrameError
+
+    fam = _resolve_family(family)
+    size = (int(sample.image.width), int(sample.image.height))
+    common = dict(
+        study=study,
+        model=model,
+        family=fam.name,
+        benchmark=sample.benchmark,
+        sample_id=sample.sample_id,
+        task=sample.task,
+        image=sample.image,
+        target=sample.target,
+        metadata=sample.metadata,
+        prompt=prompt,
+        provenance=provenance or Provenance(),
+    )
+    if response.error:
+        return Record(**common, response=response, parse=None, outcome="error")
+
+    mis = tuple(response.model_input_size) if response.model_input_size else None
+    try:
+        parse = fam.parse(response.raw_text or "", size, mis, task=sample.task)
+    except FrameError as e:
+        failed = response.model_copy(update={"error": f"scoring: {e}"})
+        return Record(**common, response=failed, parse=None, outcome="error")
+    try:
+        region = TargetRegion.from_target(sample.target, size, base_dir, allow_rescale=allow_rescale)
+    except GeometryError as e:
+        failed = response.model_copy(update={"error": f"scoring: {e}"})
+        return Record(**common, response=failed, parse=parse, outcome="error")
+    outcome, geometry = score_parse(parse, region, sample.task, size)
+    official = _official_score(sample, parse, region)
+    return Record(**common, response=response, parse=parse, outcome=outcome, geometry=geometry, official=official)
+
+
+class ScoreResult(BaseModel):
+    """The result of scoring one raw model reply (:func:`score_prediction`).
+
+    Coordinates: ``primary``, ``points`` and ``boxes`` are normalized (unit square, origin
+    top-left, x right, y down), as parsed in the family's declared frame; ``image_size`` and the
+    distances are in pixels of the original image.
+
+    Attributes:
+        family, frame: the family and the coordinate frame its parser used.
+        task: ``point`` or ``box``.
+        image_size: ``(W, H)`` pixels.
+        outcome: ``hit`` | ``miss`` | ``no_prediction`` (rules in :mod:`pointfail.scoring`).
+        primary: the primary point ``[x, y]`` or ``None``.
+        points / boxes: every parsed point / box, in the order written.
+        in_target: whether the primary point is in the target (``None`` without a point).
+        distance_px / distance_norm: primary point to target (0 inside; ``None`` without a point or
+            target).
+        box: the box rule's scores for box tasks, else ``None``.
+        flags / ignored / reason / truncated: the parse diagnostics.
+        parse / geometry: the full ``ParseResult`` and ``Geometry`` (as stored in records).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str
+    frame: str
+    task: str
+    image_size: tuple[int, int]
+    outcome: str
+    primary: Optional[list[float]] = None
+    points: list[list[float]] = Field(default_factory=list)
+    boxes: list[list[float]] = Field(default_factory=list)
+    in_target: Optional[bool] = None
+    distance_px: Optional[float] = None
+    distance_norm: Optional[float] = None
+    box: Optional[BoxScore] = None
+    flags: list[str] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list)
+    reason: Optional[str] = None
+    truncated: bool = False
+    parse: ParseResult
+    geometry: Geometry
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (snake_case keys, ``parse``/``geometry`` left out as they repeat the
+        top-level fields); what ``pointfail score`` prints."""
+        d = self.model_dump(mode="json", exclude={"parse", "geometry"})
+        d["image_size"] = list(self.image_size)
+        return d
+
+
+def _target_from_args(
+    mask_path: Optional[str | Path],
+    box: Optional[Sequence[float]],
+    target: Optional[Target],
+) -> Target:
+    given = [v is not None for v in (mask_path, box, target)]
+    if sum(given) != 1:
+        raise ValueError("give exactly one target: mask_path, box (pixels [x0, y0, x1, y1]) or target")
+    if target is not None:
+        return target
+    if mask_path is not None:
+        return Target(kind="mask", mask_path=str(mask_path))
+    vals = [float(v) for v in box]  # type: ignore[union-attr]
+    if len(vals) != 4 or not _finite(vals):
+        raise ValueError(f"box must be 4 finite pixel values [x0, y0, x1, y1], got {box!r}")
+    return Target(kind="boxes", boxes=[vals])
+
+
+def score_prediction(
+    family: Any,
+    raw_text: str,
+    *,
+    image_path: Optional[str | Path] = None,
+    image_size: Optional[Sequence[int]] = None,
+    model_input_size: Optional[Sequence[int]] = None,
+    mask_path: Optional[str | Path] = None,
+    box: Optional[Sequence[float]] = None,
+    target: Optional[Target] = None,
+    task: str = "point",
+    allow_rescale: bool = False,
+) -> ScoreResult:
+    """Parse one raw model reply in its family's coordinate convention and score it.
+
+    Args:
+        family: family name (see ``pointfail families``) or a ``Family`` object.
+        raw_text: the model's reply, verbatim.
+        image_path: the original image; its size is read from the file header.
+        image_size: ``(W, H)`` pixels, instead of (or checked against) ``image_path``. With neither,
+            a mask target's own size is used.
+        model_input_size: ``(W, H)`` of the resized model input, for ``pixels_resized`` frames
+            (Qwen2.5-VL, UI-TARS-1.5, GTA1, OpenCUA).
+        mask_path / box / target: exactly one target: a mask file, a pixel box
+            ``[x0, y0, x1, y1]`` of the original image, or a :class:`~pointfail.records.Target`.
+        task: ``point`` or ``box``.
+        allow_rescale: accept a same-aspect mask of another size.
+
+    Returns:
+        :class:`ScoreResult`.
+
+    Raises:
+        KeyError: unknown family.
+        ValueError: no or several targets, no way to know the image size, sizes that disagree.
+        pointfail.geometry.ImageError / MaskError / MaskSizeError: unreadable image or mask, or a
+            mask of the wrong size.
+        pointfail.frames.FrameError: a resized-input frame without ``model_input_size``.
+    """
+    tgt = _target_from_args(mask_path, box, target)
+    size: Optional[tuple[int, int]] = None
+    if image_path is not None:
+        size = _read_image_size(image_path)
+        if image_size is not None and tuple(int(v) for v in image_size) != size:
+            raise ValueError(f"image_size {tuple(image_size)} differs from {image_path}'s size {size}")
+    elif image_size is not None:
+        size = (int(image_size[0]), int(image_size[1]))
+    elif tgt.kind == "mask" and tgt.mask_path:
+        h, w = load_mask(tgt.mask_path).shape
+        size = (w, h)
+    else:
+        raise ValueError("the image size is needed: give image_path or image_size")
+    region = TargetRegion.from_target(tgt, size, allow_rescale=allow_rescale)
+    fam = _resolve_family(family)
+    mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
+    parse = fam.parse(raw_text, size, mis, task=task)
+    outcome, geometry = score_parse(parse, region, task, size)
+    return ScoreResult(
+        family=fam.name,
+        frame=parse.frame,
+        task=task,
+        image_size=size,
+        outcome=outcome,
+        primary=primary_point(parse),
+        points=parse.points,
+        boxes=parse.boxes,
+        in_target=geometry.in_target,
+        distance_px=geometry.distance_px,
+        distance_norm=geometry.distance_norm,
+        box=geometry.box,
+        flags=parse.flags,
+        ignored=parse.ignored,
+        reason=parse.reason,
+        truncated=parse.truncated,
+        parse=parse,
+        geometry=geometry,
+    )
+
+
+_CAMEL_KW = {
+    "imageSize": "image_size",
+    "modelInputSize": "model_input_size",
+    "box": "box",
+    "target": "target",
+    "task": "task",
+    "allowRescale": "allow_rescale",
+}
+
+
+def scorePrediction(  # noqa: N802 - the study's documented name
+    family: Any,
+    rawText: str,  # noqa: N803
+    imagePath: Optional[str | Path] = None,  # noqa: N803
+    maskPath: Optional[str | Path] = None,  # noqa: N803
+    **kw: Any,
+) -> dict[str, Any]:
+    """The study's documented call (pointfail-study.txt, "Running it")::
+
+        result = scorePrediction(family="molmo", rawText='<point x="50.0" y="50.0">mug</point>',
+                                 imagePath="image.png", maskPath="mask.png")
+        print(result["primary"], result["inMask"])
+
+    Extra keyword arguments: ``imageSize``, ``modelInputSize``, ``box`` (pixels, instead of
+    ``maskPath``), ``target``, ``task``, ``allowRescale`` (see :func:`score_prediction`).
+
+    Returns:
+        A plain dict: ``primary`` (normalized ``[x, y]`` or ``None``), ``inMask`` (bool: the primary
+        point is in the target; ``False`` when there is no point), ``outcome``, ``points``,
+        ``boxes``, ``flags``, ``ignored``, ``reason``, ``truncated``, ``distance_px``,
+        ``distance_norm``, ``box`` (box-task scores or ``None``), ``family``, ``frame``, ``task``,
+        ``image_size``.
+
+    Raises:
+        TypeError: an unknown keyword argument. Otherwise as :func:`score_prediction`.
+    """
+    unknown = sorted(set(kw) - set(_CAMEL_KW))
+    if unknown:
+        raise TypeError(f"scorePrediction() got unexpected keyword argument(s): {', '.join(unknown)}")
+    res = score_prediction(
+        family,
+        rawText,
+        image_path=imagePath,
+        mask_path=maskPath,
+        **{_CAMEL_KW[k]: v for k, v in kw.items()},
+    )
+    d = res.to_dict()
+    d["inMask"] = bool(res.in_target)
+    return d
