@@ -295,3 +295,107 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
     gal = out / "gallery.png"
     gallery_png(d, gal, f"One hit and one miss of each failure mode: {study.name}")
     return [html, png, tol, gal]
+
+
+NOTEBOOK_PATH = "notebooks/reproduce.ipynb"
+
+
+def _cell(kind: str, source: str, idx: int) -> dict[str, Any]:
+    cell: dict[str, Any] = {"cell_type": kind, "id": f"cell-{idx:02d}", "metadata": {}, "source": source.strip("\n").splitlines(keepends=True)}
+    if kind == "code":
+        cell["execution_count"] = None
+        cell["outputs"] = []
+    return cell
+
+
+def reproduce_notebook() -> dict[str, Any]:
+    """The notebook ``notebooks/reproduce.ipynb`` (nbformat 4.5 JSON): from the committed records of a
+    study it verifies the committed tables, regenerates every table and figure into a scratch
+    folder, and shows the headline table and the figures. Offline; no GPU; only pointfail and its
+    dependencies. The study is ``$POINTFAIL_STUDY`` or, by default, the first study under
+    ``records/``."""
+    cells = [
+        ("markdown", """
+# pointfail: reproduce the tables and figures from committed records
+
+Everything below runs offline, without a GPU or model weights: it reads the per-sample records
+committed under `records/<study>/`, checks that they regenerate the committed tables byte for byte
+(`pointfail verify`), regenerates the tables and figures into a scratch folder (`pointfail aggregate`,
+`pointfail report`) and shows them. Set `POINTFAIL_STUDY` to choose a study directory.
+"""),
+        ("code", """
+import os
+import tempfile
+from pathlib import Path
+
+ROOT = Path.cwd() if (Path.cwd() / "records").is_dir() else Path.cwd().parent
+if os.environ.get("POINTFAIL_STUDY"):
+    STUDY = Path(os.environ["POINTFAIL_STUDY"])
+else:
+    from pointfail.aggregate import find_studies
+    STUDY = find_studies(ROOT / "records")[0]
+OUT = Path(tempfile.mkdtemp(prefix="pointfail-notebook-"))
+print("study:", STUDY)
+print("scratch:", OUT)
+"""),
+        ("markdown", "## 1. The committed tables regenerate byte for byte"),
+        ("code", """
+from pointfail.aggregate import verify
+
+result = verify(STUDY)
+print("MATCH" if result.ok else "MISMATCH:\\n" + "\\n".join(result.problems))
+for name, diff in sorted(result.diffs.items()):
+    print(diff)
+print(result.headline)
+"""),
+        ("markdown", "## 2. Regenerate every table"),
+        ("code", """
+import json
+
+from pointfail.aggregate import aggregate
+
+files = aggregate(STUDY, OUT / "tables")
+print("\\n".join(sorted(files)))
+summary = json.loads(files["summary.json"])
+for model, s in sorted(summary["models"].items()):
+    p = s["pooled"]
+    print(f"{model}: n={p['n']} hit={p['hit']} miss={p['miss']} no_prediction={p['no_prediction']} errors={p['errors']} hit_rate={p['hit_rate']}")
+print(files["failure_composition.md"].decode())
+"""),
+        ("markdown", "## 3. Figures: failure profile, tolerance curves, gallery"),
+        ("code", """
+from pointfail.report import make_report
+
+figures = make_report(STUDY, OUT / "report")
+print("\\n".join(str(p) for p in figures))
+try:
+    from IPython.display import HTML, Image, display
+except ImportError:  # plain Python: the files are written, nothing to display
+    display = None
+if display is not None:
+    for p in figures:
+        if p.suffix == ".png":
+            display(Image(filename=str(p)))
+    display(HTML(filename=str(figures[0])))
+"""),
+    ]
+    return {
+        "cells": [_cell(k, s, i) for i, (k, s) in enumerate(cells)],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def write_notebook(path: str | Path = NOTEBOOK_PATH) -> Path:
+    """Write :func:`reproduce_notebook` as canonical JSON (sorted keys, 1-space indent, ``\\n``)."""
+    import json
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", encoding="utf-8", newline="\n") as f:
+        f.write(json.dumps(reproduce_notebook(), sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+    return p
