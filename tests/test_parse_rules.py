@@ -161,6 +161,11 @@ def test_x_equals_y_equals_pairs():
     assert "xy_pairs" in r.flags
 
 
+def test_x_y_json_object_keys():
+    # {"x": 256, "y": 192} -> 256/1024 = 0.25, 192/768 = 0.25
+    assert parse("json_pixels", '{"x": 256, "y": 192}').points == approx([[0.25, 0.25]])
+
+
 def test_pixel_units():
     # "512px" -> 512 -> 0.5; "192 px" -> 192 -> 0.25
     r = parse("json_pixels", '{"point": [512px, "192 px"]}')

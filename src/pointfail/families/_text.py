@@ -300,7 +300,7 @@ def read_bare_groups(
     return items
 
 
-_ATTR = re.compile(r"([A-Za-z_][\w-]*)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+))")
+_ATTR = re.compile(r"([A-Za-z_][\w-]*)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"',()]+))")
 
 
 def tag_attributes(attr_text: str) -> dict[str, str]:
@@ -336,11 +336,14 @@ def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
 
 
 _TOK = r"[\"']?[^\s,;()\[\]{}<>\"']+[\"']?"
-_XY_PAIR = re.compile(r"\bx\s*[=:]\s*(" + _TOK + r")\s*[,;]?\s*\by\s*[=:]\s*(" + _TOK + r")", re.I)
+_XY_PAIR = re.compile(
+    r"\bx[\"']?\s*[=:]\s*(" + _TOK + r")\s*[,;]?\s*[\"']?\by[\"']?\s*[=:]\s*(" + _TOK + r")", re.I
+)
 
 
 def read_xy_pairs(text: str, diag: Diagnostics) -> list[Item]:
-    """``x=…, y=…`` / ``x: …, y: …`` pairs (keyword arguments, prose), in text order."""
+    """``x=…, y=…`` / ``x: …, y: …`` / ``{"x": …, "y": …}`` pairs (keyword arguments, prose, JSON
+    objects), in text order."""
     return [Item("point", [m.group(1), m.group(2)], m.start(), m.group(0)) for m in _XY_PAIR.finditer(text)]
 
 

@@ -1,0 +1,320 @@
+"""Family registry, prompts, each family's own syntax (fixed cases with arithmetic) and hypothesis
+round-trips for every family: a point/box written in the family's syntax at its real precision parses
+back to the same normalized values within its quantization."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pointfail.families import Family, get_family, list_families
+from pointfail.frames import FRAME_KINDS
+
+REQUIRED = {
+    "molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3", "paligemma", "florence2", "kosmos2",
+    "gemini", "json_pixels", "ui_tars", "ui_tars_1_5", "os_atlas", "showui", "uground", "gta1",
+    "opencua", "center", "ocr",
+}
+WITH_BACKEND = {"molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3"}
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+def test_every_required_family_is_registered_sorted():
+    fams = list_families()
+    names = [f.name for f in fams]
+    assert names == sorted(names)
+    assert set(names) == REQUIRED
+
+
+def test_get_family_unknown_lists_known_names():
+    with pytest.raises(KeyError) as e:
+        get_family("gpt-9")
+    msg = str(e.value)
+    assert "gpt-9" in msg and "molmo" in msg and "qwen2_5_vl" in msg
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_family_declarations(name):
+    fam = get_family(name)
+    assert isinstance(fam, Family) and fam.name == name
+    assert fam.frame.kind in FRAME_KINDS and fam.frame.name
+    if name in WITH_BACKEND:
+        assert fam.backend == f"pointfail.backends.{name}"
+        assert fam.checkpoints, "weight-backed families name their checkpoints"
+    elif name in ("center", "ocr"):
+        assert fam.backend == f"pointfail.backends.{name}"
+        assert fam.frame.kind == "pixels_original"  # json_pixels convention
+    else:
+        assert fam.backend is None
+    doc = sys.modules[type(fam).__module__].__doc__
+    assert doc and len(doc) > 100, "each family file documents its convention and source"
+
+
+def test_declared_frames():
+    kinds = {f.name: (f.frame.kind, f.frame.scale, f.frame.order) for f in list_families()}
+    assert kinds["molmo"] == ("percent", 100, "xy")
+    assert kinds["molmo2"] == ("grid", 1000, "xy")
+    assert kinds["qwen2_5_vl"][0] == "pixels_resized"
+    assert kinds["qwen3_vl"] == ("grid", 1000, "xy")
+    assert kinds["internvl3"] == ("grid", 1000, "xy")
+    assert kinds["paligemma"] == ("bins", 1024, "yx")
+    assert kinds["florence2"] == ("bins", 1000, "xy")
+    assert kinds["kosmos2"] == ("patch_grid", 32, "xy")
+    assert kinds["gemini"] == ("grid", 1000, "yx")
+    assert kinds["json_pixels"][0] == "pixels_original"
+    assert kinds["ui_tars"] == ("grid", 1000, "xy")
+    assert kinds["ui_tars_1_5"][0] == "pixels_resized"
+    assert kinds["os_atlas"] == ("grid", 1000, "xy")
+    assert kinds["showui"] == ("unit", 1, "xy")
+    assert kinds["uground"] == ("grid", 1000, "xy")
+    assert kinds["gta1"][0] == "pixels_resized"
+    assert kinds["opencua"][0] == "pixels_resized"
+
+
+def test_import_is_light():
+    code = (
+        "import sys, pointfail.families as f, pointfail.frames; f.list_families();"
+        "bad = [m for m in ('torch', 'transformers', 'docker', 'ollama') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_families_command_lists_names_and_frames(capsys):
+    from pointfail.cli import main
+
+    assert main(["families", "--format", "plain"]) == 0
+    out = capsys.readouterr().out
+    for fam in list_families():
+        line = next(ln for ln in out.splitlines() if ln.split()[0] == fam.name)
+        assert fam.frame.name in line
+        for ck in fam.checkpoints:
+            assert ck in line
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def test_prompts_native_phrasing():
+    assert get_family("molmo").prompt("the mug on the left") == "Point to the mug on the left"
+    assert get_family("molmo").prompt("Click the Save button.") == "Click the Save button"
+    q = get_family("qwen2_5_vl")
+    assert "output its coordinates in JSON format" in q.prompt("the mug", "point") and "point_2d" in q.prompt("the mug")
+    assert "bbox_2d" in q.prompt("the mug", "box")
+    assert get_family("internvl3").prompt("the mug", "box").endswith("<ref>the mug</ref>")
+    assert get_family("paligemma").prompt("mug") == "detect mug"
+    assert get_family("florence2").prompt("mug") == "<CAPTION_TO_PHRASE_GROUNDING>mug"
+    assert get_family("kosmos2").prompt("a mug").startswith("<grounding><phrase> a mug</phrase>")
+    assert "[y, x]" in get_family("gemini").prompt("the mug")
+    gta = get_family("gta1").prompt("Save button", model_input_size=(1036, 756))
+    assert "height 756 and width 1036" in gta
+
+
+def test_json_pixels_prompt_is_the_pointerbench_system_prompt(pointerbench_dir):
+    from pointfail.families.json_pixels import SYSTEM_PROMPT
+
+    seed = (pointerbench_dir.parent.parent / "seeds" / "pointerbench-paper.txt").read_text(encoding="utf-8")
+    assert SYSTEM_PROMPT in seed  # verbatim
+    for name in ("json_pixels", "center", "ocr"):
+        fam = get_family(name)
+        assert fam.system_prompt == SYSTEM_PROMPT
+        assert fam.prompt("Click E15", "point").startswith(SYSTEM_PROMPT)
+        assert fam.prompt("Click E15", "point").endswith("Point task: Click E15")
+        assert fam.prompt("Select the word", "box").endswith("Bounding-box task: Select the word")
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_prompt_contains_core_for_both_tasks(name):
+    fam = get_family(name)
+    for task in ("point", "box"):
+        assert "blue teapot" in fam.prompt("the blue teapot", task)
+    with pytest.raises(ValueError):
+        fam.prompt("x", "segment")
+
+
+# ----------------------------------------------------------------------------- each family's syntax
+
+
+def pts(name, text, size=(1000, 500), mis=None, task="point"):
+    r = get_family(name).parse(text, size, mis, task=task)
+    return [[round(v, 9) for v in p] for p in r.points], [[round(v, 9) for v in b] for b in r.boxes], r
+
+
+def test_molmo_click_syntax():
+    # Click(25.5, 50) in percent -> (0.255, 0.5)
+    assert pts("molmo", "Click(25.5, 50)")[0] == [[0.255, 0.5]]
+
+
+def test_molmo2_coords_with_image_index_and_semicolons():
+    # image 1: points (500, 250) and (100, 900); image 2: point (10, 20); 0-1000 grid
+    text = '<points coords="1 1 500 250 2 100 900;2 1 010 020">mugs</points>'
+    assert pts("molmo2", text)[0] == [[0.5, 0.25], [0.1, 0.9], [0.01, 0.02]]
+
+
+def test_molmo2_truncated_triple_is_ignored():
+    p, _, r = pts("molmo2", '<points coords="1 1 500 250 2 100">m</points>')
+    assert p == [[0.5, 0.25]] and any(i.startswith("wrong_arity") for i in r.ignored)
+
+
+def test_internvl3_box_and_point_syntax():
+    # box [[100, 200, 300, 600]] -> centre (200, 400) / 1000
+    p, b, r = pts("internvl3", "<ref>the mug</ref><box>[[100, 200, 300, 600]]</box>")
+    assert b == [[0.1, 0.2, 0.3, 0.6]] and p == [[0.2, 0.4]] and "box_center" in r.flags
+    assert pts("internvl3", "<ref>the mug</ref>[[250, 750]]")[0] == [[0.25, 0.75]]
+    # two boxes in one tag
+    _, b, _ = pts("internvl3", "<box>[[0, 0, 100, 100], [500, 500, 600, 700]]</box>", task="box")
+    assert b == [[0.0, 0.0, 0.1, 0.1], [0.5, 0.5, 0.6, 0.7]]
+
+
+def test_paligemma_loc_tokens_y_first_bin_centres():
+    # <loc0256><loc0768> = y bin 256, x bin 768 -> x = 768.5/1024, y = 256.5/1024
+    assert pts("paligemma", "<loc0256><loc0768> mug")[0] == [[round(768.5 / 1024, 9), round(256.5 / 1024, 9)]]
+    # box ymin=0, xmin=512, ymax=1023, xmax=1023
+    _, b, _ = pts("paligemma", "<loc0000><loc0512><loc1023><loc1023> mug ; <loc0001>", task="box")
+    assert b == [[round(512.5 / 1024, 9), round(0.5 / 1024, 9), round(1023.5 / 1024, 9), round(1023.5 / 1024, 9)]]
+
+
+def test_florence2_loc_tokens_x_first():
+    # mug<loc_100><loc_200><loc_300><loc_400>: x0 = 100.5/1000 ... centre (0.2005, 0.3005)
+    p, b, _ = pts("florence2", "mug<loc_100><loc_200><loc_300><loc_400>")
+    assert b == [[0.1005, 0.2005, 0.3005, 0.4005]] and p == [[0.2005, 0.3005]]
+
+
+def test_kosmos2_patch_pairs():
+    # patch 33 = (col 1, row 1), patch 99 = (col 3, row 3): box between centres 1.5/32 .. 3.5/32
+    _, b, _ = pts("kosmos2", "<phrase> mug</phrase><object><patch_index_0033><patch_index_0099></object>", task="box")
+    assert b == [[1.5 / 32, 1.5 / 32, 3.5 / 32, 3.5 / 32]]
+    # same patch twice: the whole cell of patch 34 (col 2, row 1): [2/32, 1/32, 3/32, 2/32], centre (2.5/32, 1.5/32)
+    p, b, _ = pts("kosmos2", "<object><patch_index_0034><patch_index_0034></object>")
+    assert b == [[2 / 32, 1 / 32, 3 / 32, 2 / 32]] and p == [[2.5 / 32, 1.5 / 32]]
+    # several objects
+    text = "<object><patch_index_0000><patch_index_0033></delimiter_of_multi_objects/><patch_index_0064><patch_index_0097></object>"
+    assert len(pts("kosmos2", text, task="box")[1]) == 2
+
+
+def test_gemini_points_and_boxes_are_y_first():
+    # point [y=250, x=750] -> (0.75, 0.25)
+    assert pts("gemini", '[{"point": [250, 750], "label": "a"}]')[0] == [[0.75, 0.25]]
+    # box_2d [ymin=100, xmin=200, ymax=300, xmax=400] -> [0.2, 0.1, 0.4, 0.3]
+    assert pts("gemini", '[{"box_2d": [100, 200, 300, 400], "label": "a"}]', task="box")[1] == [[0.2, 0.1, 0.4, 0.3]]
+    # bare [y, x]
+    assert pts("gemini", "[600, 300]")[0] == [[0.3, 0.6]]
+
+
+def test_ui_tars_start_box_variants():
+    assert pts("ui_tars", "Thought: it is the save icon (top).\nAction: click(start_box='(235,512)')")[0] == [[0.235, 0.512]]
+    assert pts("ui_tars", "click(start_box='<|box_start|>(100,200)<|box_end|>')")[0] == [[0.1, 0.2]]
+    # four numbers -> box, centre (200, 300)
+    assert pts("ui_tars", "click(start_box='(100,200,300,400)')")[0] == [[0.2, 0.3]]
+    # drag: end_box is not a target
+    p, _, r = pts("ui_tars", "drag(start_box='(100,100)', end_box='(900,900)')")
+    assert p == [[0.1, 0.1]] and any(i.startswith("end_box") for i in r.ignored)
+    assert pts("ui_tars", "click(point='<point>400 600</point>')")[0] == [[0.4, 0.6]]
+
+
+def test_ui_tars_1_5_is_resized_pixels():
+    # (518, 378) in a 1036x756 model input -> (0.5, 0.5)
+    p, _, r = pts("ui_tars_1_5", "click(start_box='(518,378)')", size=(1024, 768), mis=(1036, 756))
+    assert p == [[0.5, 0.5]] and r.frame == "pixels_resized"
+
+
+def test_os_atlas_box_tags():
+    text = "<|object_ref_start|>Save<|object_ref_end|><|box_start|>(100,200),(300,400)<|box_end|>"
+    p, b, _ = pts("os_atlas", text)
+    assert b == [[0.1, 0.2, 0.3, 0.4]] and p == [[0.2, 0.3]]
+    assert pts("os_atlas", "<|box_start|>(700,50)<|box_end|>")[0] == [[0.7, 0.05]]
+
+
+def test_showui_unit_fractions():
+    assert pts("showui", "[0.73, 0.21]")[0] == [[0.73, 0.21]]
+
+
+def test_uground_parenthesized_grid():
+    assert pts("uground", "(512, 88)")[0] == [[0.512, 0.088]]
+
+
+def test_gta1_resized_pixels():
+    # (259, 189) in a 518x378 model input -> (0.5, 0.5)
+    assert pts("gta1", "(259,189)", mis=(518, 378))[0] == [[0.5, 0.5]]
+
+
+def test_opencua_pyautogui_calls():
+    text = "## Code:\n```python\npyautogui.click(x=1036, y=378)\npyautogui.moveTo(259, 189)\n```"
+    # model input 2072x756: 1036/2072 = 0.5, 378/756 = 0.5; positional 259/2072 = 0.125, 189/756 = 0.25
+    assert pts("opencua", text, mis=(2072, 756))[0] == [[0.5, 0.5], [0.125, 0.25]]
+
+
+def test_json_pixels_point_and_bbox():
+    # 1000x500 image: point (250, 125) -> (0.25, 0.25)
+    assert pts("json_pixels", '{"point": [250, 125]}')[0] == [[0.25, 0.25]]
+    assert pts("center", '{"point": [500, 250]}')[0] == [[0.5, 0.5]]
+    assert pts("ocr", '{"bbox": [0, 0, 100, 50]}', task="box")[1] == [[0.0, 0.0, 0.1, 0.1]]
+
+
+# ----------------------------------------------------------------------------- round-trips (hypothesis)
+
+ALL = sorted(REQUIRED)
+BOXERS = sorted(n for n in REQUIRED if get_family(n).can_box)
+unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+size = st.tuples(st.integers(64, 4000), st.integers(64, 4000))
+RT = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", ALL)
+@RT
+@given(x=unit, y=unit, image_size=size, model_input_size=size)
+def test_point_round_trip(name, x, y, image_size, model_input_size):
+    fam = get_family(name)
+    text = fam.format_point(x, y, image_size, model_input_size)
+    r = fam.parse(text, image_size, model_input_size, task="point")
+    tx, ty = fam.tolerance(image_size, model_input_size)
+    assert r.reason is None, (text, r)
+    px, py = r.points[0]
+    assert abs(px - x) <= tx + 1e-9 and abs(py - y) <= ty + 1e-9, (text, r.points, (x, y), (tx, ty))
+    assert not r.truncated and "inverted_box" not in r.flags
+
+
+@st.composite
+def boxes(draw):
+    a, b = draw(unit), draw(unit)
+    c, d = draw(unit), draw(unit)
+    return min(a, c), min(b, d), max(a, c), max(b, d)
+
+
+@pytest.mark.parametrize("name", BOXERS)
+@RT
+@given(box=boxes(), image_size=size, model_input_size=size)
+def test_box_round_trip(name, box, image_size, model_input_size):
+    fam = get_family(name)
+    x0, y0, x1, y1 = box
+    tx, ty = fam.tolerance(image_size, model_input_size)
+    # corners must be distinguishable at the family's precision (else it is a zero-area box)
+    if x1 - x0 <= 4 * tx or y1 - y0 <= 4 * ty:
+        return
+    text = fam.format_box(x0, y0, x1, y1, image_size, model_input_size)
+    r = fam.parse(text, image_size, model_input_size, task="box")
+    assert r.reason is None and len(r.boxes) == 1, (text, r)
+    got = r.boxes[0]
+    for g, e, t in zip(got, (x0, y0, x1, y1), (tx, ty, tx, ty)):
+        assert abs(g - e) <= t + 1e-9, (text, got, box)
+    # for a point task the same answer gives the box centre
+    rp = fam.parse(text, image_size, model_input_size, task="point")
+    assert rp.points[0] == pytest.approx([(got[0] + got[2]) / 2, (got[1] + got[3]) / 2])
+
+
+@pytest.mark.parametrize("name", ALL)
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(max_size=200))
+def test_parse_never_raises_on_arbitrary_text(name, text):
+    fam = get_family(name)
+    r = fam.parse(text, (640, 480), (644, 476), task="point")
+    assert (r.points or r.boxes) or r.reason
+    for p in r.points:
+        assert all(v == v and abs(v) != float("inf") for v in p)
