@@ -52,8 +52,16 @@ def load_rows(suite_dir: Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True) -> "Image.Image":  # noqa: F821
+DEFAULT_HIDDEN = frozenset({"caret"})
+"""Categories not outlined unless asked for (``--categories all``): text pages have a caret box at
+every character boundary, which hides the text under outlines."""
+
+
+def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True,
+                  categories: set[str] | str | None = None) -> "Image.Image":  # noqa: F821
     """The annotated picture of one row (RGB, image width x image height + caption strip).
+    ``categories``: the element categories to outline (``None``: all but :data:`DEFAULT_HIDDEN`;
+    ``"all"``: every category).
 
     Raises:
         ShowError: the image or the scene graph named by the row cannot be read.
@@ -79,10 +87,17 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
             sg = json.loads(sg_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
             raise ShowError(f"cannot read scene graph {sg_path}: {e}") from None
-        cats = sorted({e["category"] for e in sg.get("elements", [])})
+        def wanted(cat: str) -> bool:
+            if categories == "all":
+                return True
+            return cat in categories if categories is not None else cat not in DEFAULT_HIDDEN
+
+        cats = sorted({e["category"] for e in sg.get("elements", []) if wanted(e["category"])})
         colors = {c: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, c in enumerate(cats)}
         legend = [(c, colors[c]) for c in cats]
         for e in sg.get("elements", []):
+            if e["category"] not in colors:
+                continue
             x0, y0, x1, y1 = e["box"]
             od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[e["category"]] + (150,))
     x0, y0, x1, y1 = row["bbox"]
@@ -120,6 +135,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--id", dest="ids", action="append", required=True, help="sample id (repeatable)")
     p.add_argument("--out", help="output PNG (one id) or directory (several ids); default ./show/")
     p.add_argument("--no-elements", action="store_true", help="draw the target only, not the scene graph")
+    p.add_argument("--categories", help="comma-separated element categories to outline, or 'all' "
+                   f"(default: all but {', '.join(sorted(DEFAULT_HIDDEN))})")
     p.set_defaults(func=run)
 
 
@@ -134,7 +151,10 @@ def run(args: argparse.Namespace) -> int:
         single_file = len(args.ids) == 1 and args.out and args.out.lower().endswith(".png")
         out_dir = None if single_file else Path(args.out or "show")
         for i in args.ids:
-            pic = render_sample(suite_dir, rows[i], elements=not args.no_elements)
+            cats: set[str] | str | None = None
+            if args.categories:
+                cats = "all" if args.categories == "all" else set(args.categories.split(","))
+            pic = render_sample(suite_dir, rows[i], elements=not args.no_elements, categories=cats)
             dest = Path(args.out) if single_file else out_dir / f"{i}.png"
             dest.parent.mkdir(parents=True, exist_ok=True)
             pic.save(dest, format="PNG")

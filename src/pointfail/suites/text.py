@@ -1,0 +1,566 @@
+"""The ``text`` suite: document surfaces with word, character, punctuation, caret and box targets.
+
+Modelled on PointerBench-Text (pointerbench-paper.txt, appendix "PointerBench-Text", and the 500 real
+rows in shared/data/pointerbench/pointerbench-text): text rendered on controlled document surfaces
+with exact glyph geometry, point targets (words, characters, punctuation, caret positions) and box
+targets (word, line, character and paragraph regions, ``answer_type: "bbox"`` with
+``eval: {"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}``), half English and a tenth
+each German, French, Spanish, Italian and Dutch (the paper's mix), instructions in English as in the
+real rows. Invoice fields and chrome-text targets of the real suite are not generated.
+
+Geometry (absolute pixels, :mod:`pointfail.suites.common`): each glyph is drawn by
+:class:`~pointfail.suites.common.TextPainter` at an integer pen position from the font's advances
+(``FreeTypeFont.getlength``) and its box is the exact ink of the glyph mask. A line's caret band runs
+from the font's ascender to its descender (``getbbox("Ág")``); a caret between characters ``i-1``
+and ``i`` sits at pen ``x_i``, and its box is ``[x_i - a, top, x_i + b, bottom]`` with ``a, b <= 3``
+limited to half the neighbouring advances so neighbouring carets never overlap (at a line start the
+left half-width is 7, at a line end the right one, like the real suite's 15-pixel line-edge boxes).
+A space between two words is the box from the ink end of the left word to the ink start of the right.
+
+Scene graph element ids (``k``: line number on the page, ``i``: character index in the line,
+``w``: word index in the line): ``line:k`` (category ``line``), ``para:p`` (``paragraph``),
+``word:k.w`` (``word``, text without attached punctuation), ``char:k.i`` (``char`` or
+``punctuation``), ``caret:k.i`` (``caret``, before character ``i``; ``i = len`` is the line end),
+``space:k.i`` (``space``), ``heading`` and ``chrome:*`` (surface chrome, not targeted).
+
+Row fields beyond the layout's: ``data_type`` (``word``, ``char``, ``punctuation``, ``caret``,
+``bbox``), ``category`` (PointerBench's names, e.g. ``word_center``, ``caret_between_chars``,
+``line_bbox``), ``surface``, ``language``, ``difficulty`` (ours: ``easy`` for whole words, lines and
+paragraphs, ``medium`` for word-edge and line-edge carets and word boxes, ``hard`` for single
+characters, punctuation, carets inside words and gaps between words).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pointfail.suites import corpus
+from pointfail.suites.common import (
+    IMAGE_SIZE,
+    Element,
+    SampleSpec,
+    Scene,
+    SuiteError,
+    TextPainter,
+    generate_suite,
+    load_font,
+    require_unique,
+    union_box,
+)
+
+SUITE = "text"
+GENERATOR_VERSION = 1
+ID_PREFIX = "pft"
+
+CATEGORY_WEIGHTS: dict[str, tuple[str, int]] = {
+    # category: (data_type, weight). Weights are the real PointerBench-Text counts per category
+    # (invoice and chrome-text rows left out); box categories doubled so box rows are about a
+    # quarter of the suite, as in the real 366 point / 134 box split.
+    "word_center": ("word", 112),
+    "caret_after_word": ("caret", 45),
+    "caret_between_chars": ("caret", 36),
+    "word_bbox": ("bbox", 62),
+    "char_center": ("char", 27),
+    "punctuation": ("punctuation", 23),
+    "between_words": ("caret", 22),
+    "caret_before_word": ("caret", 21),
+    "line_end": ("caret", 17),
+    "sentence_boundary": ("caret", 15),
+    "line_bbox": ("bbox", 26),
+    "paragraph_start": ("caret", 11),
+    "line_start": ("caret", 10),
+    "char_bbox": ("bbox", 20),
+    "paragraph_bbox": ("bbox", 20),
+    "paragraph_end": ("caret", 9),
+}
+DIFFICULTY = {
+    "word_center": "easy", "line_bbox": "easy", "paragraph_bbox": "easy",
+    "word_bbox": "medium", "caret_after_word": "medium", "caret_before_word": "medium", "line_start": "medium",
+    "line_end": "medium", "paragraph_start": "medium", "paragraph_end": "medium", "sentence_boundary": "medium",
+    "char_center": "hard", "char_bbox": "hard", "punctuation": "hard", "caret_between_chars": "hard",
+    "between_words": "hard",
+}
+PUNCT_NAMES = {",": "comma", ".": "period", ":": "colon", ";": "semicolon", "!": "exclamation mark",
+               "?": "question mark"}
+QUOTES = (('"', '"'), ("'", "'"), ("`", "`"), ("«", "»"))
+FONTS_USED = ("dejavu-sans", "dejavu-sans-bold", "dejavu-serif", "dejavu-sans-mono", "liberation-sans",
+              "liberation-sans-bold", "liberation-serif", "liberation-mono")
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A document surface: where the body text goes and how it looks."""
+
+    name: str
+    fonts: tuple[str, ...]
+    sizes: tuple[int, int]
+    bg: tuple[int, int, int]
+    fg: tuple[int, int, int]
+    chrome: str
+
+
+SURFACES: dict[str, Surface] = {
+    "plain_text": Surface("plain_text", ("dejavu-sans-mono", "liberation-mono"), (14, 17), (255, 255, 255),
+                          (20, 20, 20), "editor"),
+    "word_processor": Surface("word_processor", ("liberation-serif", "dejavu-serif", "liberation-sans"), (15, 19),
+                              (255, 255, 255), (0, 0, 0), "page"),
+    "email_view": Surface("email_view", ("liberation-sans", "dejavu-sans"), (14, 17), (255, 255, 255),
+                          (34, 34, 34), "email"),
+    "book_page": Surface("book_page", ("dejavu-serif", "liberation-serif"), (16, 20), (248, 241, 227),
+                         (50, 40, 30), "book"),
+    "dark_notes": Surface("dark_notes", ("dejavu-sans", "liberation-sans"), (14, 18), (32, 33, 36),
+                          (225, 225, 225), "dark"),
+}
+
+
+def split_token(tok: str) -> tuple[str, str, str]:
+    """Split a whitespace-delimited token into (leading punctuation, word core, trailing punctuation),
+    where punctuation is any character that is not a letter or digit (Unicode categories L* and N*).
+    ``"¿Puedes"`` -> ``("¿", "Puedes", "")``; ``"Friday,"`` -> ``("", "Friday", ",")``;
+    ``"l'imprimante"`` -> ``("", "l'imprimante", "")``."""
+
+    def alnum(ch: str) -> bool:
+        return unicodedata.category(ch)[0] in "LN"
+
+    i, j = 0, len(tok)
+    while i < j and not alnum(tok[i]):
+        i += 1
+    while j > i and not alnum(tok[j - 1]):
+        j -= 1
+    return tok[:i], tok[i:j], tok[j:]
+
+
+@dataclass
+class Word:
+    line: int
+    index: int  # word index within the line
+    start: int  # char index of the core in the line string
+    core: str
+    lead: str
+    trail: str
+    box: list[int]
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.core)
+
+
+@dataclass
+class Line:
+    index: int
+    para: int
+    text: str
+    pens: list[int]
+    chars: list  # DrawnChar
+    words: list[Word]
+    top: int
+    bottom: int
+    box: list[int]
+
+
+@dataclass
+class Page:
+    lines: list[Line] = field(default_factory=list)
+    paras: dict[int, list[int]] = field(default_factory=dict)  # para -> line indices
+    other_tokens: list[str] = field(default_factory=list)  # words in chrome/heading (for uniqueness)
+    elements: list[Element] = field(default_factory=list)
+
+
+class _Doc:
+    """Renders one document page and records its geometry."""
+
+    def __init__(self, rng: random.Random, painter: TextPainter):
+        from PIL import Image, ImageDraw
+
+        self.rng, self.painter = rng, painter
+        self.surface = SURFACES[rng.choice(sorted(SURFACES))]
+        self.lang = rng.choices(corpus.LANGUAGES, weights=corpus.LANGUAGE_WEIGHTS)[0]
+        self.font = rng.choice(self.surface.fonts)
+        self.size = rng.randint(*self.surface.sizes)
+        self.image = Image.new("RGB", IMAGE_SIZE, self.surface.bg)
+        self.draw = ImageDraw.Draw(self.image)
+        self.page = Page()
+
+    def label(self, eid: str, x: int, baseline: int, s: str, color, font: str, size: int, category="chrome") -> int:
+        chars = self.painter.draw(self.image, x, baseline, s, font, size, color)
+        box = union_box(c.box for c in chars)
+        if box is not None:
+            self.page.elements.append(Element(eid, category, box, s))
+            self.page.other_tokens.extend(split_token(t)[1] for t in s.split())
+        return x + round(self.painter.length(font, size, s))
+
+    def chrome(self) -> tuple[int, int, int, int]:
+        """Draw the surface's chrome; returns the body text area (x0, y0, x1, y1)."""
+        rng, sf, d = self.rng, self.surface, self.draw
+        W, H = IMAGE_SIZE
+        title = rng.choice(corpus.TITLES[self.lang])
+        ui = "dejavu-sans"
+        if sf.chrome == "editor":
+            d.rectangle([0, 0, W - 1, 27], fill=(236, 236, 236))
+            self.label("chrome:title", 10, 19, f"{title.lower().replace(' ', '_')}.txt - Text Editor", (40, 40, 40), ui, 12)
+            d.rectangle([0, 28, W - 1, 51], fill=(246, 246, 246))
+            x = 10
+            for i, m in enumerate(("File", "Edit", "Search", "View", "Help")):
+                x = self.label(f"chrome:menu{i}", x, 45, m, (50, 50, 50), ui, 12) + 16
+            gutter = rng.randint(36, 48)
+            d.rectangle([0, 52, gutter, H - 1], fill=(242, 242, 242))
+            return gutter + 12, 64 + rng.randint(0, 20), W - 24, H - 16
+        if sf.chrome == "page":
+            d.rectangle([0, 0, W - 1, H - 1], fill=(225, 227, 230))
+            d.rectangle([0, 0, W - 1, 33], fill=(43, 87, 154))
+            self.label("chrome:title", 12, 22, f"{title}.docx - Word", (255, 255, 255), ui, 12)
+            d.rectangle([0, 34, W - 1, 69], fill=(245, 246, 247))
+            x = 12
+            for i in range(rng.randint(8, 16)):
+                d.rectangle([x, 43, x + 17, 60], fill=(150, 155, 170))
+                self.page.elements.append(Element(f"chrome:icon{i}", "chrome", [x, 43, x + 18, 61]))
+                x += 18 + rng.randint(8, 14)
+            px0 = rng.randint(60, 140)
+            px1 = W - rng.randint(60, 140)
+            d.rectangle([px0, 84, px1, H - 1], fill=(255, 255, 255), outline=(205, 205, 205))
+            return px0 + rng.randint(36, 60), 110 + rng.randint(0, 20), px1 - rng.randint(36, 60), H - 20
+        if sf.chrome == "email":
+            d.rectangle([0, 0, 219, H - 1], fill=(242, 245, 250))
+            for i, m in enumerate(("Inbox", "Starred", "Sent", "Drafts", "Archive")):
+                self.label(f"chrome:folder{i}", 24, 70 + 30 * i, m, (60, 64, 67), ui, 13)
+            self.label("chrome:subject", 250, 48, title, (20, 20, 20), "dejavu-sans-bold", 18)
+            sender = f"{rng.choice(corpus.FIRST_NAMES)} {rng.choice(corpus.LAST_NAMES)}"
+            self.label("chrome:from", 250, 78, f"From: {sender}", (95, 99, 104), ui, 12)
+            self.label("chrome:date", 250, 98, f"Date: 2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                       (95, 99, 104), ui, 12)
+            d.line([240, 112, W - 20, 112], fill=(225, 225, 225))
+            return 250, 130 + rng.randint(0, 16), W - 30, H - 16
+        if sf.chrome == "book":
+            tw = round(self.painter.length("dejavu-serif", 22, title))
+            self.label("heading", (W - tw) // 2, 56, title, (80, 60, 40), "dejavu-serif", 22, category="heading")
+            self.label("chrome:pageno", W // 2 - 8, H - 14, str(rng.randint(2, 300)), (120, 100, 80), "dejavu-serif", 12)
+            m = rng.randint(90, 170)
+            return m, 84 + rng.randint(0, 16), W - m, H - 34
+        # dark notes app
+        d.rectangle([0, 0, W - 1, 35], fill=(45, 46, 50))
+        self.label("chrome:title", 14, 23, f"Notes — {title}", (200, 200, 200), ui, 13)
+        side = rng.randint(0, 1) * rng.randint(160, 220)
+        if side:
+            d.rectangle([0, 36, side, H - 1], fill=(40, 41, 45))
+            for i in range(4):
+                self.label(f"chrome:note{i}", 14, 64 + 26 * i, f"{rng.choice(corpus.TITLES[self.lang])} {i + 1}",
+                           (170, 170, 170), ui, 12)
+        return side + 28, 56 + rng.randint(0, 20), W - 28, H - 16
+
+    def paragraphs(self) -> list[str]:
+        rng = self.rng
+        pool = list(corpus.SENTENCES[self.lang])
+        rng.shuffle(pool)
+        paras, k = [], 0
+        while k < len(pool):
+            n = rng.randint(1, 3)
+            paras.append(" ".join(pool[k:k + n]))
+            k += n
+        return paras
+
+    def layout(self) -> Page:
+        rng, sf = self.rng, self.surface
+        x0, y0, x1, y1 = self.chrome()
+        font = load_font(self.font, self.size)
+        _, asc_t, _, asc_b = font.getbbox("Ág", anchor="ls")
+        line_h = round(self.size * rng.uniform(1.3, 1.7))
+        para_gap = rng.choice((0, line_h // 2, line_h))
+        indent = 2 * self.size if para_gap == 0 else 0  # paragraphs stay visible: a gap or an indent
+        width = x1 - x0
+        y = y0 - asc_t  # first baseline
+        page = self.page
+        for p, para in enumerate(self.paragraphs()):
+            # wrap
+            lines: list[str] = []
+            cur = ""
+            for tok in para.split():
+                cand = tok if not cur else f"{cur} {tok}"
+                avail = width - (indent if not lines else 0)
+                if self.painter.length(self.font, self.size, cand) <= avail or not cur:
+                    cur = cand
+                else:
+                    lines.append(cur)
+                    cur = tok
+            if cur:
+                lines.append(cur)
+            if y + (len(lines) - 1) * line_h + asc_b > y1:
+                break  # only whole paragraphs, so paragraph starts and ends are real
+            page.paras[p] = []
+            for li, text in enumerate(lines):
+                k = len(page.lines)
+                lx = x0 + (indent if li == 0 else 0)
+                chars = self.painter.draw(self.image, lx, y, text, self.font, self.size, sf.fg)
+                pens = self.painter.pens(self.font, self.size, lx, text)
+                words, pos = [], 0
+                for w, tok in enumerate(text.split(" ")):
+                    lead, core, trail = split_token(tok)
+                    start = pos + len(lead)
+                    box = union_box(c.box for c in chars[start:start + len(core)])
+                    if core and box is not None:
+                        words.append(Word(k, w, start, core, lead, trail, box))
+                    pos += len(tok) + 1
+                lbox = union_box(c.box for c in chars)
+                page.lines.append(Line(k, p, text, pens, chars, words, y + asc_t, y + asc_b, lbox))
+                page.paras[p].append(k)
+                y += line_h
+            y += para_gap
+        if not page.lines:
+            raise SuiteError("no paragraph fits the surface")
+        self.elements()
+        return page
+
+    def elements(self) -> None:
+        page = self.page
+        els = page.elements
+        for ln in page.lines:
+            k = ln.index
+            els.append(Element(f"line:{k}", "line", ln.box, ln.text))
+            for w in ln.words:
+                els.append(Element(f"word:{k}.{w.index}", "word", w.box, w.core))
+            for i, c in enumerate(ln.chars):
+                if c.box is None:
+                    continue
+                cat = "char" if unicodedata.category(c.ch)[0] in "LN" else "punctuation"
+                els.append(Element(f"char:{k}.{i}", cat, c.box, c.ch))
+            n = len(ln.text)
+            for i in range(n + 1):
+                x = ln.pens[i]
+                a = 7 if i == 0 else max(1, min(3, (x - ln.pens[i - 1]) // 2))
+                b = 7 if i == n else max(1, min(3, (ln.pens[i + 1] - x) // 2))
+                els.append(Element(f"caret:{k}.{i}", "caret", [x - a, ln.top, x + b, ln.bottom]))
+            for i, ch in enumerate(ln.text):
+                if ch == " " and 0 < i < n - 1 and ln.chars[i - 1].box and ln.chars[i + 1].box:
+                    l, r = ln.chars[i - 1].box[2], ln.chars[i + 1].box[0]
+                    if r - l < 2:
+                        l, r = ln.pens[i], ln.pens[i + 1]
+                    els.append(Element(f"space:{k}.{i}", "space", [l, ln.top, r, ln.bottom]))
+        for p, ks in page.paras.items():
+            box = union_box(page.lines[k].box for k in ks)
+            els.append(Element(f"para:{p}", "paragraph", box))
+
+
+def _q(rng: random.Random, s: str) -> str:
+    a, b = rng.choice(QUOTES)
+    return f"{a}{s}{b}"
+
+
+def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
+                category: str | None = None) -> SampleSpec:
+    """Build one text sample from ``rng``: surface, language, layout, a target of ``category``
+    (drawn with :data:`CATEGORY_WEIGHTS` when ``None``) named so that exactly one element matches.
+
+    Raises:
+        SuiteError: no target of the category can be named uniquely on this page.
+    """
+    painter = painter or TextPainter()
+    cats = sorted(CATEGORY_WEIGHTS)
+    if category is None:
+        category = rng.choices(cats, weights=[CATEGORY_WEIGHTS[c][1] for c in cats])[0]
+    data_type = CATEGORY_WEIGHTS[category][0]
+    doc = _Doc(rng, painter)
+    page = doc.layout()
+    words = [w for ln in page.lines for w in ln.words]
+
+    def fold(s: str) -> str:
+        return unicodedata.normalize("NFC", s).casefold()
+
+    counts: dict[str, int] = {}
+    for t in [w.core for w in words] + page.other_tokens:
+        counts[fold(t)] = counts.get(fold(t), 0) + 1
+
+    def unique_words(min_len: int = 1) -> list[Word]:
+        return [w for w in words if counts[fold(w.core)] == 1 and len(w.core) >= min_len]
+
+    def word_ids(core: str) -> list[str]:
+        """Every element whose word text is ``core`` (case-insensitive), chrome included."""
+        return [f"word:{w.line}.{w.index}" for w in words if fold(w.core) == fold(core)] + [
+            e.id for e in page.elements if e.category in ("chrome", "heading") and e.text
+            and any(fold(split_token(t)[1]) == fold(core) for t in e.text.split())
+        ]
+
+    def pick(seq):
+        if not seq:
+            raise SuiteError(f"no candidate for {category}")
+        return rng.choice(seq)
+
+    def line_prefix(ln: Line) -> str:
+        n = 3 if len(ln.text.split(" ")) >= 3 else len(ln.text.split(" "))
+        return " ".join(ln.text.split(" ")[:n])
+
+    def lines_starting(prefix: str) -> list[str]:
+        return [f"line:{ln.index}" for ln in page.lines if ln.text.startswith(prefix + " ") or ln.text == prefix]
+
+    answer = "point"
+    if category in ("word_center", "word_bbox"):
+        w = pick(unique_words(3))
+        Q = _q(rng, w.core)
+        if category == "word_center":
+            instr = rng.choice((f"Click the word {Q}.", f"Point to {Q}.", f"Identify the position of {Q}.",
+                                f"Document location: the word {Q}", f"Where is the word {Q}?"))
+        else:
+            answer = "bbox"
+            instr = rng.choice((f"Return the bounding box of the word {Q}.", f"word box: {Q}",
+                                f"Draw a tight box around {Q}.", f"Give the bounding box of {Q}: top-left then bottom-right."))
+        require_unique(word_ids(w.core), instr)
+        target = f"word:{w.line}.{w.index}"
+    elif category in ("char_center", "char_bbox", "caret_between_chars"):
+        w = pick(unique_words(4))
+        Q = _q(rng, w.core)
+        if category == "caret_between_chars":
+            pairs = [j for j in range(1, len(w.core)) if sum(1 for m in range(1, len(w.core))
+                                                              if w.core[m - 1:m + 1] == w.core[j - 1:j + 1]) == 1]
+            j = pick(pairs)
+            a, b = _q(rng, w.core[j - 1]), _q(rng, w.core[j])
+            instr = rng.choice((f"Place the caret between {a} and {b} in {Q}.",
+                                f"Click between the {a} and the {b} in the word {Q}.",
+                                f"The inter-character gap between {a} and {b} in {Q}."))
+            require_unique(word_ids(w.core), instr)
+            target = f"caret:{w.line}.{w.start + j}"
+        else:
+            singles = [j for j, ch in enumerate(w.core) if w.core.count(ch) == 1 and ch.isalnum()]
+            j = pick(singles)
+            C = _q(rng, w.core[j])
+            if category == "char_center":
+                instr = rng.choice((f"Click the {C} in {Q}.", f"Select the {C} glyph in the word {Q}.",
+                                    f"Place the cursor over {C} in {Q}.", f"just the {C} in {Q}"))
+            else:
+                answer = "bbox"
+                instr = rng.choice((f"What rectangle covers the {C} in {Q}?", f"Give the bounding box of the {C} in {Q}.",
+                                    f"Isolate the {C} in {Q} with a bbox."))
+            require_unique(word_ids(w.core), instr)
+            target = f"char:{w.line}.{w.start + j}"
+    elif category in ("punctuation", "sentence_boundary"):
+        ends = ".!?" if category == "sentence_boundary" else "".join(PUNCT_NAMES)
+        cands = [w for w in unique_words(2) if w.trail[:1] in ends and w.trail[:1]]
+        w = pick(cands)
+        Q = _q(rng, w.core)
+        p = w.trail[0]
+        if category == "punctuation":
+            name = PUNCT_NAMES[p]
+            instr = rng.choice((f"Click the {name} after {Q}.", f"target glyph: {name} after {Q}.",
+                                f"What is the position of the {name} right after {Q}?"))
+            target = f"char:{w.line}.{w.end}"
+        else:
+            instr = rng.choice((f"Click right after the sentence ending in {Q}, after the {PUNCT_NAMES[p]}.",
+                                f"Place the cursor at the end of the sentence ending with {Q}, right after the {PUNCT_NAMES[p]}.",
+                                f"I want to start a new sentence right after the sentence ending in {Q}. Where do I click?"))
+            target = f"caret:{w.line}.{w.end + 1}"
+        require_unique(word_ids(w.core), instr)
+    elif category in ("caret_after_word", "caret_before_word"):
+        w = pick(unique_words(2))
+        Q = _q(rng, w.core)
+        if category == "caret_after_word":
+            instr = rng.choice((f"Place the cursor right after {Q}.", f"Immediately following {Q}.",
+                                f"Put the caret just past the last letter of {Q}."))
+            target = f"caret:{w.line}.{w.end}"
+        else:
+            instr = rng.choice((f"Place the cursor right before {Q}.", f"Move the caret ahead of {Q}.",
+                                f"Insert point directly before the first letter of {Q}."))
+            target = f"caret:{w.line}.{w.start}"
+        require_unique(word_ids(w.core), instr)
+    elif category == "between_words":
+        pairs = []
+        space_ids = {e.id for e in page.elements if e.category == "space"}
+        for ln in page.lines:
+            for a, b in zip(ln.words, ln.words[1:]):
+                if (b.index == a.index + 1 and not a.trail and not b.lead and counts[fold(a.core)] == 1
+                        and f"space:{ln.index}.{a.end}" in space_ids):
+                    pairs.append((a, b))
+        a, b = pick(pairs)
+        instr = rng.choice((f"Click the gap between {_q(rng, a.core)} and {_q(rng, b.core)}.",
+                            f"the place to insert text between {_q(rng, a.core)} and {_q(rng, b.core)}",
+                            f"Return the coordinate in the space after {_q(rng, a.core)} and before {_q(rng, b.core)}."))
+        require_unique(word_ids(a.core), instr)
+        target = f"space:{a.line}.{a.end}"
+    elif category in ("line_start", "line_end", "line_bbox"):
+        cands = [ln for ln in page.lines if len(lines_starting(line_prefix(ln))) == 1 and len(ln.text) > 12]
+        ln = pick(cands)
+        Q = _q(rng, line_prefix(ln))
+        if category == "line_start":
+            instr = rng.choice((f"Click the start of the line that starts with {Q}.",
+                                f"Place the caret at the beginning of the line starting with {Q}."))
+            target = f"caret:{ln.index}.0"
+        elif category == "line_end":
+            instr = rng.choice((f"Click the end of the line that starts with {Q}.",
+                                f"Place the caret at the very end of the line beginning with {Q}."))
+            target = f"caret:{ln.index}.{len(ln.text)}"
+        else:
+            answer = "bbox"
+            instr = rng.choice((f"Give the bounding box of the whole line starting with {Q}.",
+                                f"Need a tight box for the line that starts with {Q}.",
+                                f"Bounding rectangle for the line beginning with {Q}, please."))
+            target = f"line:{ln.index}"
+        require_unique(lines_starting(line_prefix(ln)), instr)
+    else:  # paragraph_start, paragraph_end, paragraph_bbox
+        firsts = {p: page.lines[ks[0]].words[0] for p, ks in page.paras.items() if page.lines[ks[0]].words}
+        lasts = {p: page.lines[ks[-1]].words[-1] for p, ks in page.paras.items() if page.lines[ks[-1]].words}
+        if category == "paragraph_end":
+            cands = [p for p in lasts if sum(1 for q in lasts if fold(lasts[q].core) == fold(lasts[p].core)) == 1]
+            p = pick(cands)
+            Q = _q(rng, lasts[p].core)
+            instr = rng.choice((f"Click at the very end of the paragraph ending with {Q}.",
+                                f"Place the cursor after the last character of the paragraph that ends with {Q}."))
+            ln = page.lines[page.paras[p][-1]]
+            target = f"caret:{ln.index}.{len(ln.text)}"
+            require_unique([f"para:{q}" for q in lasts if fold(lasts[q].core) == fold(lasts[p].core)], instr)
+        else:
+            cands = [p for p in firsts if sum(1 for q in firsts if fold(firsts[q].core) == fold(firsts[p].core)) == 1]
+            p = pick(cands)
+            Q = _q(rng, firsts[p].core)
+            if category == "paragraph_start":
+                instr = rng.choice((f"Click at the very start of the paragraph beginning with {Q}.",
+                                    f"Place the cursor before the first word of the paragraph that starts with {Q}."))
+                target = f"caret:{page.paras[p][0]}.0"
+            else:
+                answer = "bbox"
+                instr = rng.choice((f"Draw a box around the whole paragraph starting with {Q}.",
+                                    f"Give the bounding box of the paragraph that starts with {Q}: top-left then bottom-right."))
+                target = f"para:{p}"
+            require_unique([f"para:{q}" for q in firsts if fold(firsts[q].core) == fold(firsts[p].core)], instr)
+    fields = {
+        "data_type": data_type,
+        "category": category,
+        "surface": doc.surface.name,
+        "language": doc.lang,
+        "difficulty": DIFFICULTY[category],
+        "font": doc.font,
+        "font_size": doc.size,
+    }
+    return SampleSpec(Scene(doc.image, page.elements), target, instr, answer, fields)
+
+
+def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
+    """Write an ``n``-sample text suite with ``seed`` into ``out_dir``; returns the manifest.
+    See :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
+    painter = TextPainter()
+    return generate_suite(
+        suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
+        make_sample=lambda rng, i: make_sample(rng, i, painter), font_names=FONTS_USED,
+        generator_version=GENERATOR_VERSION,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``pointfail generate text`` options: ``--n``, ``--seed``, ``--out``."""
+    parser.add_argument("--n", type=int, default=200, help="number of samples (default 200)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--out", required=True, help="output directory (created; an earlier suite there is replaced)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate the suite; prints a one-line summary. Returns 0, or 1 with a message on a
+    :class:`SuiteError` (e.g. a missing font)."""
+    import sys
+
+    try:
+        m = generate(args.out, n=args.n, seed=args.seed)
+    except SuiteError as e:
+        print(f"pointfail generate text: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {m['n']} text samples (seed {m['seed']}) to {args.out}")
+    return 0
