@@ -158,6 +158,14 @@ def test_molmo2_coords_with_image_index_and_semicolons():
     assert pts("molmo2", text)[0] == [[0.5, 0.25], [0.1, 0.9], [0.01, 0.02]]
 
 
+def test_molmo2_single_image_without_image_index():
+    # "1 125 875": 3 tokens, id 1 -> point (125, 875) / 1000
+    p, _, r = pts("molmo2", '<points coords="1 125 875"/>')
+    assert p == [[0.125, 0.875]] and "molmo2_no_image_index" in r.flags
+    # "1 1 125 875": image 1, id 1 -> the same point
+    assert pts("molmo2", '<point coords="1 1 125 875">x</point>')[0] == [[0.125, 0.875]]
+
+
 def test_molmo2_truncated_triple_is_ignored():
     p, _, r = pts("molmo2", '<points coords="1 1 500 250 2 100">m</points>')
     assert p == [[0.5, 0.25]] and any(i.startswith("wrong_arity") for i in r.ignored)
