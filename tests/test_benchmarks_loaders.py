@@ -308,3 +308,18 @@ def test_suite_manifest_mismatch_and_missing_scene_graph(tmp_path):
 
 def test_nfc_and_nfd_names_are_one_file(tmp_path):
     assert unicodedata.normalize("NFC", builders.NFD_NAME) == builders.NFC_NAME != builders.NFD_NAME
+
+
+def test_suite_from_the_real_generator(tmp_path):
+    pytest.importorskip("pointfail.suites.text")
+    from pointfail.cli import main
+
+    out = tmp_path / "text"
+    assert main(["generate", "text", "--n", "2", "--seed", "5", "--out", str(out)]) == 0
+    samples = load("suite", out)
+    assert len(samples) == 2 and all(s.benchmark == "text" for s in samples)
+    for s in samples:
+        graph = json.loads(Path(s.scene_graph_path).read_text(encoding="utf-8"))
+        ids = {e["id"] for e in graph["elements"]}
+        assert s.metadata["target_id"] in ids
+        assert s.image.sha256 == sha256_file(s.image.path)

@@ -164,3 +164,15 @@ def test_read_predictions_counts(tmp_path):
     preds, counts = read_predictions(p)
     assert preds == {"a": {"id": "a", "point": [3, 4]}}
     assert counts == {"objects": 3, "without_id": 1, "duplicates": 1}
+
+
+def test_generated_suite_reference_points_hit(tmp_path):
+    """A suite written by the real generator scores through the same command."""
+    pytest.importorskip("pointfail.suites.sheets")
+    out = tmp_path / "sheets"
+    assert main(["generate", "sheets", "--n", "2", "--seed", "3", "--out", str(out)]) == 0
+    gt = [json.loads(line) for line in (out / "data" / "test" / "metadata.jsonl").read_text(encoding="utf-8").splitlines()]
+    preds = _write_jsonl(tmp_path / "p.jsonl", [{"id": r["id"], "point": r["point"]} for r in gt])
+    rc, rows, summary = _run(tmp_path, "suite", out, preds)
+    assert rc == 0 and summary["benchmark"] == "sheets"
+    assert [r["hit"] for r in rows] == [True, True]

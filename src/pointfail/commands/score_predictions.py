@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     rows, summary = score_pointerbench_predictions(samples, preds, AXES[args.benchmark])
     known = {s.sample_id for s in samples}
-    summary["benchmark"] = args.benchmark
+    summary["benchmark"] = samples[0].benchmark if samples else args.benchmark
     summary["predictions"] = {**counts, "unknown_ids": sum(1 for k in preds if k not in known)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8", newline="\n") as f:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     summary_path = args.summary or args.out.with_name(args.out.name + ".summary.json")
     summary_path.write_text(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                             encoding="utf-8")
-    print(f"{args.benchmark}: {summary['hits']}/{summary['n']} hits, accuracy {summary['accuracy'] * 100:.2f}%"
+    print(f"{summary['benchmark']}: {summary['hits']}/{summary['n']} hits, accuracy {summary['accuracy'] * 100:.2f}%"
           f" ({summary['missing_predictions']} without a usable prediction, counted wrong)")
     if summary["box_classes"]:
         print("box rows: " + ", ".join(f"{k} {v}" for k, v in summary["box_classes"].items()))
