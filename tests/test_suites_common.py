@@ -1,0 +1,224 @@
+"""Shared suite machinery: PNG bytes, random streams, fonts, glyph geometry, rows, manifest checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+from PIL import Image, ImageDraw
+
+from pointfail.suites import common
+from pointfail.suites.common import (
+    Element,
+    FontMissingError,
+    SampleSpec,
+    Scene,
+    SuiteError,
+    TextPainter,
+    build_row,
+    generate_suite,
+    load_font,
+    png_bytes,
+    require_unique,
+    verify_manifest,
+)
+
+
+def _chunks(png: bytes) -> list[str]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    out, i = [], 8
+    while i < len(png):
+        (length,) = struct.unpack(">I", png[i:i + 4])
+        out.append(png[i + 4:i + 8].decode("ascii"))
+        i += 12 + length
+    return out
+
+
+def test_png_bytes_have_no_ancillary_chunks_and_are_stable():
+    im = Image.new("RGB", (64, 32), (10, 20, 30))
+    im.info["dpi"] = (72, 72)  # must not leak into the file
+    a, b = png_bytes(im), png_bytes(im.copy())
+    assert a == b
+    chunks = _chunks(a)
+    assert chunks[0] == "IHDR" and chunks[-1] == "IEND"
+    assert set(chunks) == {"IHDR", "IDAT", "IEND"}
+    # IHDR: 64 x 32, bit depth 8, colour type 2 (RGB)
+    w, h, depth, ctype = struct.unpack(">IIBB", a[16:26])
+    assert (w, h, depth, ctype) == (64, 32, 8, 2)
+    assert Image.open(__import__("io").BytesIO(a)).getpixel((5, 5)) == (10, 20, 30)
+
+
+def test_sample_rng_is_independent_of_hash_seed():
+    code = "from pointfail.suites.common import sample_rng; print(sample_rng('text', 7, 3, 1).random())"
+    outs = set()
+    for hs in ("0", "1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=hs)
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                check=True).stdout)
+    assert len(outs) == 1
+    assert common.sample_rng("text", 7, 3, 1).random() != common.sample_rng("text", 7, 3, 2).random()
+
+
+def test_missing_font_names_the_debian_package(monkeypatch, tmp_path):
+    monkeypatch.setattr(common, "FONT_DIRS", (str(tmp_path),))
+    monkeypatch.setenv("POINTFAIL_FONT_DIR", "")
+    with pytest.raises(FontMissingError) as e:
+        common.font_path("liberation-serif")
+    assert "LiberationSerif-Regular.ttf" in str(e.value) and "fonts-liberation" in str(e.value)
+    # generation fails before anything is written
+    out = tmp_path / "suite"
+    with pytest.raises(FontMissingError):
+        generate_suite(suite="t", generator="x", id_prefix="t", out_dir=out, n=1, seed=1,
+                       make_sample=lambda rng, i: None, font_names=["dejavu-sans", "liberation-serif"],
+                       generator_version=1)
+    assert not out.exists()
+
+
+def test_font_dir_override(monkeypatch, tmp_path):
+    src = common.font_path("dejavu-sans")
+    (tmp_path / src.name).write_bytes(src.read_bytes())
+    monkeypatch.setenv("POINTFAIL_FONT_DIR", str(tmp_path))
+    assert common.font_path("dejavu-sans") == tmp_path / src.name
+
+
+@pytest.mark.parametrize("font_name,size", [("dejavu-sans", 15), ("liberation-serif", 19), ("dejavu-sans-mono", 14)])
+def test_painter_boxes_equal_pillows_own_rendering(font_name, size):
+    """Each reported glyph box equals the ink of that glyph drawn alone by Pillow's ImageDraw.text at
+    the same integer pen position on the baseline (anchor 'ls')."""
+    painter = TextPainter()
+    s = "Wörter, Ähre: fiß? «Yes» AV."
+    canvas = Image.new("RGB", (500, 60), (255, 255, 255))
+    chars = painter.draw(canvas, 10, 40, s, font_name, size, (0, 0, 0))
+    font = load_font(font_name, size)
+    assert [c.ch for c in chars] == list(s)
+    for c in chars:
+        alone = Image.new("L", (500, 60), 0)
+        ImageDraw.Draw(alone).text((c.pen, 40), c.ch, font=font, fill=255, anchor="ls")
+        bb = alone.getbbox()
+        assert (list(bb) if bb else None) == c.box, c.ch
+    # the union of glyph boxes is exactly the ink on the canvas
+    ink = Image.eval(canvas.convert("L"), lambda v: 255 if v < 255 else 0).getbbox()
+    assert list(ink) == common.union_box(c.box for c in chars)
+    # pens advance monotonically by the font's advance widths
+    pens = painter.pens(font_name, size, 10, s)
+    assert pens[0] == 10 and pens[-1] == 10 + round(font.getlength(s))
+    assert all(a <= b for a, b in zip(pens, pens[1:]))
+
+
+def test_require_unique():
+    assert require_unique(["cell:A1"], "x") == "cell:A1"
+    assert require_unique(["cell:A1", "cell:A1"], "x") == "cell:A1"  # same element twice is one element
+    with pytest.raises(SuiteError, match="matches 0"):
+        require_unique([], "Click the red cell")
+    with pytest.raises(SuiteError, match="matches 2"):
+        require_unique(["cell:A1", "cell:B2"], "Click the red cell")
+
+
+def _spec(answer_type="point", box=(146, 324, 231, 330)):
+    scene = Scene(Image.new("RGB", (1024, 768)), [Element("hedge:F18", "cell_edge", list(box)), Element("cell:F18", "cell", [146, 305, 231, 327])])
+    return SampleSpec(scene, "hedge:F18", "Click the bottom border of F18.", answer_type, {"category": "cell_bottom_edge"})
+
+
+def test_build_row_point_and_box_rules():
+    row = build_row("pfs_0007", "0007", _spec())
+    assert row["bbox"] == [146, 324, 231, 330]
+    assert row["point"] == [(146 + 231) // 2, (324 + 330) // 2] == [188, 327]
+    assert row["eval"] == {"type": "point_in_bbox", "bbox": [146, 324, 231, 330]}
+    assert row["file_name"] == "0007.png" and row["scene_graph"] == "scene_graphs/0007.json"
+    assert row["image_size"] == [1024, 768] and row["target_id"] == "hedge:F18"
+    brow = build_row("pft_0001", "0001", _spec("bbox"))
+    assert brow["eval"] == {"type": "iou", "bbox": [146, 324, 231, 330], "min_coverage": 0.9, "min_precision": 0.7}
+    with pytest.raises(SuiteError, match="outside"):
+        build_row("x", "0000", _spec(box=(1000, 10, 1030, 20)))
+    bad = _spec()
+    bad.target_id = "cell:Z9"
+    with pytest.raises(SuiteError, match="not a scene graph element"):
+        build_row("x", "0000", bad)
+
+
+def _tiny(rng, index):
+    im = Image.new("RGB", (1024, 768), (255, 255, 255))
+    x = rng.randint(10, 900)
+    ImageDraw.Draw(im).rectangle([x, 100, x + 40, 140], fill=(200, 0, 0))
+    if rng.random() < 0.3:
+        raise SuiteError("not unique this time")  # exercised: deterministic retries
+    return SampleSpec(Scene(im, [Element("box:0", "box", [x, 100, x + 41, 141])]), "box:0", "Click the red box.",
+                      "point", {"category": "box"})
+
+
+def test_generate_suite_layout_retries_and_verify(tmp_path):
+    kw = dict(suite="tiny", generator="pointfail.suites.sheets", id_prefix="tny", n=5, seed=3, make_sample=_tiny,
+              font_names=["dejavu-sans"], generator_version=1)
+    m1 = generate_suite(out_dir=tmp_path / "a", **kw)
+    m2 = generate_suite(out_dir=tmp_path / "b", **kw)
+    assert m1["files"] == m2["files"]
+    assert sorted(m1["files"]) == sorted(
+        [f"data/test/{i:04d}.png" for i in range(5)] + [f"data/test/scene_graphs/{i:04d}.json" for i in range(5)]
+        + ["data/test/metadata.jsonl"])
+    assert m1["versions"]["fonts"]["dejavu-sans"]["package"] == "fonts-dejavu-core"
+    assert len(m1["versions"]["fonts"]["dejavu-sans"]["sha256"]) == 64
+    rows = [json.loads(line) for line in (tmp_path / "a/data/test/metadata.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [f"tny_{i:04d}" for i in range(5)]
+    sg = json.loads((tmp_path / "a/data/test/scene_graphs/0002.json").read_text())
+    assert sg["schema"] == "pointfail.scene_graph/1" and sg["image"] == "0002.png"
+    assert sg["elements"][0]["box"] == rows[2]["bbox"]
+    assert verify_manifest(tmp_path / "a").ok
+
+    # tampering, deletion and extra files are all reported, with the environment judged unchanged
+    (tmp_path / "a/data/test/0001.png").write_bytes(b"not a png")
+    (tmp_path / "a/data/test/scene_graphs/0003.json").unlink()
+    (tmp_path / "a/data/test/stray.txt").write_text("x")
+    res = verify_manifest(tmp_path / "a")
+    assert not res.ok
+    assert res.mismatched == ["data/test/0001.png"]
+    assert res.missing == ["data/test/scene_graphs/0003.json"]
+    assert res.extra == ["data/test/stray.txt"]
+    assert res.environment == []
+    assert "changed after generation" in res.explain()
+
+    # a refused overwrite: a non-suite directory
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(SuiteError, match="not a generated suite"):
+        generate_suite(out_dir=other, **kw)
+    assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_verify_explains_font_and_pillow_differences(tmp_path):
+    kw = dict(suite="tiny", generator="pointfail.suites.sheets", id_prefix="tny", n=1, seed=1, make_sample=_tiny,
+              font_names=["dejavu-sans"], generator_version=1)
+    generate_suite(out_dir=tmp_path / "s", **kw)
+    mpath = tmp_path / "s/manifest.json"
+    m = json.loads(mpath.read_text())
+    m["versions"]["fonts"]["dejavu-sans"]["sha256"] = "0" * 64
+    m["versions"]["fonts"]["dejavu-sans"]["package_version"] = "2.30-1"
+    m["versions"]["pillow"] = "9.0.0"
+    m["files"]["data/test/0000.png"] = "f" * 64
+    mpath.write_text(json.dumps(m))
+    res = verify_manifest(tmp_path / "s")
+    assert not res.ok and res.mismatched == ["data/test/0000.png"]
+    text = res.explain()
+    assert "font dejavu-sans (DejaVuSans.ttf): manifest sha256 000000000000" in text
+    assert "2.30-1" in text and "pillow: manifest '9.0.0'" in text
+
+
+def test_verify_without_manifest(tmp_path):
+    with pytest.raises(SuiteError, match="manifest.json not found"):
+        verify_manifest(tmp_path)
+
+
+def test_png_crc_is_valid():
+    png = png_bytes(Image.new("RGB", (3, 2), (1, 2, 3)))
+    i = 8
+    while i < len(png):
+        (length,) = struct.unpack(">I", png[i:i + 4])
+        body = png[i + 4:i + 8 + length]
+        (crc,) = struct.unpack(">I", png[i + 8 + length:i + 12 + length])
+        assert zlib.crc32(body) == crc
+        i += 12 + length
