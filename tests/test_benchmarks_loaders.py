@@ -323,3 +323,14 @@ def test_suite_from_the_real_generator(tmp_path):
         ids = {e["id"] for e in graph["elements"]}
         assert s.metadata["target_id"] in ids
         assert s.image.sha256 == sha256_file(s.image.path)
+
+
+def test_import_light():
+    """Importing the loaders, official rules and prompts pulls in no torch, transformers, PIL or numpy."""
+    import subprocess
+
+    code = ("import sys, pointfail.benchmarks, pointfail.benchmarks.official, pointfail.benchmarks.fetch, "
+            "pointfail.prompts; heavy = [m for m in ('torch', 'transformers', 'PIL', 'numpy', 'huggingface_hub') "
+            "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

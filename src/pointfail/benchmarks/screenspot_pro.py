@@ -34,7 +34,7 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
 
     Raises:
         BenchmarkError: no ``annotations/*.json``; a row missing a field, with an invalid box
-            (x2 < x1, wrong length, non-number) or a box outside ``img_size``; a missing,
+            (x2 < x1, wrong length, non-number); a missing,
             unreadable or wrongly sized image; duplicate ids.
     """
     root = Path(data_dir)
@@ -74,9 +74,6 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
                 problems.add(f"{where}: img_size {size!r} is not [W, H]")
                 continue
             W, H = int(size[0]), int(size[1])
-            if box[0] < 0 or box[1] < 0 or box[2] > W or box[3] > H:
-                problems.add(f"{where} (id {sid}): box {box} lies outside the {W}x{H} image")
-                continue
             img_path = images.find(str(row["img_filename"]))
             if img_path is None:
                 problems.add(f"{where}: missing image {root / 'images' / row['img_filename']}",
