@@ -20,7 +20,9 @@ their evaluators; no code copied):
   precision (intersection / predicted area) ``>= min_precision`` (0.7); areas are continuous
   ``(x1-x0)*(y1-y0)``; a zero-area target or prediction gives coverage/precision 0. A missing or
   malformed prediction is wrong.
-* **ScreenSpot-Pro**: first point inside the box, edges inclusive.
+* **ScreenSpot-Pro** (``eval_screenspot_pro.py``): the point and the box are both divided by
+  ``img_size`` and the first point is correct when ``x1 <= x <= x2`` and ``y1 <= y <= y2`` (edges
+  inclusive), the same test as in pixels.
 
 Pixel coordinates are computed from the normalized parse as ``x * W`` rounded to 6 decimals, so a
 point written exactly on an inclusive edge (e.g. ``565`` of 768 rows) is not lost to float noise.
@@ -48,7 +50,8 @@ RULES: dict[str, str] = {
     "point-bench-counting": "point-bench official (PointArena model_evaluator.py): counting row, exactly "
                             "count points, all in mask (>127)",
     "point_in_bbox": "{bench} official (eval.py): first point in bbox, edges inclusive; missing = wrong",
-    "screenspot-pro": "screenspot-pro official: first point in box, edges inclusive; missing = wrong",
+    "screenspot-pro": "screenspot-pro official (eval_screenspot_pro.py): first point in box, edges "
+                      "inclusive; missing = wrong",
     "iou": "{bench} official (eval.py): first box with coverage >= {cov} and precision >= {prec}; "
            "missing or malformed = wrong",
 }
