@@ -326,3 +326,24 @@ def test_parse_never_raises_on_arbitrary_text(name, text):
     assert (r.points or r.boxes) or r.reason
     for p in r.points:
         assert all(v == v and abs(v) != float("inf") for v in p)
+
+
+FRAGMENTS = [
+    "<think>", "</think>", "```json\n", "```", "[", "]", "{", "}", "(", ")", ",", " ", "\n", '"', "'",
+    '"point_2d": ', '"bbox_2d": ', '"point": ', '"bbox": ', '"box_2d": ', "x=", "y=", "<point ", "<points ",
+    'x="', 'y="', 'x1="', 'y1="', 'coords="', ">", "</point>", "<box>", "</box>", "<ref>a</ref>", "<loc0512>",
+    "<loc_100>", "<patch_index_0033>", "<|box_start|>", "<|box_end|>", "start_box='", "pyautogui.click(",
+    "Click(", "12", "-3.5", "1e3", "NaN", "inf", "１２", "512px", "0.25", ";", "</answer>", "<answer>",
+]
+
+
+@pytest.mark.parametrize("name", ALL)
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=40))
+def test_parse_never_raises_on_syntax_soup(name, parts):
+    """Random mixtures of every family's syntax fragments: parse returns a result, all numbers finite,
+    and an empty result always says why."""
+    r = get_family(name).parse("".join(parts), (640, 480), (644, 476), task="point")
+    assert (r.points or r.boxes) or r.reason
+    for p in r.points + r.boxes:
+        assert all(abs(v) < float("inf") for v in p)
