@@ -334,3 +334,13 @@ def test_import_light():
             "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_refspatial_paths_relative_to_root(tmp_path):
+    root = builders.refspatial(tmp_path / "rs")
+    q = root / "Placement" / "question.json"
+    rows = json.loads(q.read_text(encoding="utf-8"))
+    rows[0]["rgb_path"] = "Placement/image/0.png"
+    q.write_text(json.dumps(rows), encoding="utf-8")
+    s = {x.sample_id: x for x in load("refspatial", root)}["placement/0000"]
+    assert s.image.path.endswith("Placement/image/0.png")

@@ -9,7 +9,7 @@ Official raw-data layout (``BAAI/RefSpatial-Bench``)::
     DIR/Unseen/...               # same
 
 ``rgb_path`` and ``mask_path`` are relative to the split directory (``image/<id>.png``,
-``mask/<id>.png``). The instruction the publishers send is ``prompt`` followed by ``suffix``; the
+``mask/<id>.png``); a path relative to ``DIR`` (``Location/image/<id>.png``) is accepted too. The instruction the publishers send is ``prompt`` followed by ``suffix``; the
 suffix is the answer-format directive written for RoboPoint-style models. The sample keeps both
 (``instruction = prompt + " " + suffix``) and records the suffix in
 ``metadata["directive_suffix"]`` so :func:`pointfail.prompts.build_prompt` removes it exactly even
@@ -47,6 +47,11 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
     root = Path(data_dir)
     problems = Problems(NAME)
     samples: dict[str, Sample] = {}
+    files = NfcIndex(root)
+
+    def find(split: str, rel: str):
+        return files.find(f"{split}/{rel}") or files.find(rel)
+
     for split in SPLITS:
         sdir = root / split
         qfile = sdir / "question.json"
@@ -57,7 +62,6 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
         if not isinstance(rows, list):
             problems.add(f"{qfile}: expected a JSON list of rows")
             continue
-        files = NfcIndex(sdir)
         for i, row in enumerate(rows):
             where = f"{qfile} row {i}"
             if not isinstance(row, dict):
@@ -76,11 +80,11 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
             if sid in samples:
                 problems.add(f"{where}: duplicate id {rid} in {split}")
                 continue
-            img_path = files.find(str(row["rgb_path"]))
+            img_path = find(split, str(row["rgb_path"]))
             if img_path is None:
                 problems.add(f"{where}: missing image {sdir / row['rgb_path']}", sdir / str(row["rgb_path"]))
                 continue
-            mask_path = files.find(str(row["mask_path"]))
+            mask_path = find(split, str(row["mask_path"]))
             if mask_path is None:
                 problems.add(f"{where}: missing mask {sdir / row['mask_path']}", sdir / str(row["mask_path"]))
                 continue
