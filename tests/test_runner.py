@@ -1,0 +1,195 @@
+"""Runner logic that needs no Docker Engine: apt source parsing, dpkg status, lock files and the
+wheelhouse check, job-directory resume bookkeeping, study files, image path mapping, build keys."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from pointfail_runner import base, container, images, locks, study
+
+
+def _write(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def test_apt_sources_one_line_and_deb822(tmp_path):
+    _write(tmp_path / "etc/apt/sources.list",
+           "# comment\ndeb-src http://src.example/debian bookworm main\n"
+           "deb [signed-by=/k.gpg arch=amd64] http://one.example/debian bookworm main contrib\n")
+    _write(tmp_path / "etc/apt/sources.list.d/b.sources",
+           "Types: deb\nURIs: http://two.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n"
+           "\nTypes: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\nComponents: main\n")
+    _write(tmp_path / "etc/apt/sources.list.d/a.sources",
+           "Enabled: no\nTypes: deb\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\n")
+    _write(tmp_path / "etc/apt/sources.list.d/c.list.disabled", "deb http://never.example/debian bookworm main\n")
+    srcs = base.apt_sources(tmp_path)
+    # sources.list first (its deb-src line is not a deb source), then .d files sorted by name; the
+    # disabled paragraph and the file with another suffix are skipped.
+    assert [s.uri for s in srcs] == ["http://one.example/debian", "http://two.example/debian",
+                                     "http://sec.example/debian-security"]
+    assert srcs[0].components == ("main", "contrib")
+    assert base.read_apt_mirror("bookworm", tmp_path) == "http://one.example/debian"
+    assert base.read_apt_mirror("bookworm-security", tmp_path) == "http://sec.example/debian-security"
+
+
+def test_apt_mirror_deb822_only_and_missing(tmp_path):
+    _write(tmp_path / "etc/apt/sources.list.d/debian.sources",
+           "Types: deb\nURIs: http://m.example/debian/\nSuites: bookworm\nComponents: contrib main\n")
+    assert base.read_apt_mirror("bookworm", tmp_path) == "http://m.example/debian"  # trailing / dropped
+    with pytest.raises(base.BaseImageError, match="no apt source for suite 'trixie'.*m.example"):
+        base.read_apt_mirror("trixie", tmp_path)
+
+
+def test_dpkg_versions(tmp_path):
+    _write(tmp_path / "var/lib/dpkg/status",
+           "Package: python3\nStatus: install ok installed\nVersion: 3.11.2-1+b1\nDescription: x\n continued\n\n"
+           "Package: gone\nStatus: deinstall ok config-files\nVersion: 1.0\n\n"
+           "Package: apt\nStatus: install ok installed\nVersion: 2.6.1\n")
+    assert base.dpkg_versions(tmp_path) == {"apt": "2.6.1", "python3": "3.11.2-1+b1"}
+
+
+def test_committed_base_lock_has_no_host_name():
+    """The base lock pins the image and the Debian package versions but never names the mirror."""
+    lock = json.loads((Path(__file__).parents[1] / "images/base/base.lock.json").read_text())
+    assert lock["image_id"].startswith("sha256:") and len(lock["image_id"]) == 71
+    assert lock["packages"]["python3"].startswith("3.11")
+    assert lock["upstream_image"].startswith("debian:bookworm-") and "@sha256:" in lock["upstream_image"]
+    assert "http" not in json.dumps(lock)
+
+
+def test_parse_lock_and_hash_required(tmp_path):
+    h1, h2 = "a" * 64, "b" * 64
+    p = _write(tmp_path / "requirements.lock",
+               f"# header\nNumPy==2.4.6 \\\n    --hash=sha256:{h1} \\\n    --hash=sha256:{h2}\n"
+               f"typing_extensions==4.16.0 --hash=sha256:{h1}\n")
+    assert locks.parse_lock(p) == [locks.LockEntry("numpy", "2.4.6", (h1, h2)),
+                                   locks.LockEntry("typing-extensions", "4.16.0", (h1,))]
+    _write(p, "numpy==2.4.6\n")
+    with pytest.raises(locks.LockError, match="numpy has no --hash"):
+        locks.parse_lock(p)
+    with pytest.raises(locks.LockError, match="missing; run: pointfail-runner lock"):
+        locks.parse_lock(tmp_path / "nope/requirements.lock")
+
+
+def test_verify_wheelhouse(tmp_path):
+    img = tmp_path / "images/demo"
+    wheel = b"not really a wheel"
+    h = hashlib.sha256(wheel).hexdigest()
+    _write(img / "requirements.lock", f"demo==1.0 --hash=sha256:{h}\nother==2.0 --hash=sha256:{'c' * 64}\n")
+    wh = tmp_path / "wheelhouse"
+    with pytest.raises(locks.LockError, match=r"lacks 2 wheel\(s\).*demo==1.0, other==2.0.*make wheels"):
+        locks.verify_wheelhouse(img, wh)
+    (wh / "demo/cpu").mkdir(parents=True)
+    (wh / "demo/cpu/demo-1.0-py3-none-any.whl").write_bytes(wheel)
+    (wh / "demo/cpu/tampered-2.0-py3-none-any.whl").write_bytes(b"other bytes")
+    with pytest.raises(locks.LockError, match=r"lacks 1 wheel\(s\).*other==2.0"):
+        locks.verify_wheelhouse(img, wh)
+    _write(img / "requirements.lock", f"demo==1.0 --hash=sha256:{h}\n")
+    assert locks.verify_wheelhouse(img, wh) == {h: wh / "demo/cpu/demo-1.0-py3-none-any.whl"}
+
+
+def test_committed_locks_are_complete_and_torch_free_where_promised():
+    repo = Path(__file__).parents[1]
+    for name in ("scorer", "center", "ocr"):
+        names = {e.name for e in locks.parse_lock(repo / f"images/{name}/requirements.lock")}
+        assert {"numpy", "pillow", "scipy", "pydantic", "tabulate"} <= names
+        assert "torch" not in names and "transformers" not in names
+    tf = {e.name: e.version for e in locks.parse_lock(repo / "images/qwen2_5_vl/requirements-cpu.lock")}
+    assert tf["torch"] == "2.13.0+cpu" and tf["transformers"].startswith("5.")
+    molmo = {e.name: e.version for e in locks.parse_lock(repo / "images/molmo/requirements-cpu.lock")}
+    major, minor = (int(x) for x in molmo["transformers"].split(".")[:2])
+    assert major == 4 and 40 <= minor <= 59  # Molmo v1's remote code: the 4.4x-4.5x line
+
+
+def test_lock_paths_by_variant(tmp_path):
+    _write(tmp_path / "t/requirements-cpu.in", "torch\n")
+    _write(tmp_path / "p/requirements.in", "numpy\n")
+    assert locks.uses_torch(tmp_path / "t") and not locks.uses_torch(tmp_path / "p")
+    assert locks.lock_path(tmp_path / "t", "cuda").name == "requirements-cuda.lock"
+    assert locks.lock_path(tmp_path / "p", "cuda").name == "requirements.lock"
+
+
+def test_answered_ids_ignores_cut_last_line(tmp_path):
+    p = tmp_path / "responses.jsonl"
+    p.write_bytes(b'{"sample_id": "a", "raw_text": "x"}\n{"sample_id": "b", "error": "oom"}\n{"sample_id": "c", "raw_')
+    assert container.answered_ids(p) == {"a", "b"}
+    assert container.answered_ids(tmp_path / "missing.jsonl") == set()
+
+
+def test_progress_counts_only_new_complete_lines(tmp_path):
+    p = tmp_path / "responses.jsonl"
+    prog = container._Progress(p, {"a", "b", "c"})
+    assert prog.poll() == 0
+    p.write_bytes(b'{"sample_id": "a"}\n{"sample_id": "zz"}\n{"sample_')
+    assert prog.poll() == 1  # "zz" was not requested; the third line is not complete yet
+    with open(p, "ab") as f:
+        f.write(b'id": "b"}\n{"sample_id": "a"}\n')
+    assert prog.poll() == 1 and prog.done == {"a", "b"}  # a repeated id is not counted twice
+
+
+def test_container_image_path(tmp_path):
+    d0, d1 = tmp_path / "suite", tmp_path / "other"
+    (d0 / "data/test").mkdir(parents=True)
+    d1.mkdir()
+    assert study.container_image_path(str(d0 / "data/test/0001.png"), [d0, d1]) == "/data/0/data/test/0001.png"
+    assert study.container_image_path(str(d1 / "x.png"), [d0, d1]) == "/data/1/x.png"
+    with pytest.raises(study.StudyError, match="outside the mounted data directories"):
+        study.container_image_path(str(tmp_path / "elsewhere.png"), [d0, d1])
+
+
+def test_load_study_checks_fields(tmp_path):
+    ok = _write(tmp_path / "study.toml", '[study]\nname = "s"\n[[benchmarks]]\nname = "sheets"\nloader = "suite"\n'
+                '[[models]]\nname = "center"\nfamily = "center"\nimage = "center"\n')
+    s = study.load_study(ok)
+    assert s.name == "s" and [m["name"] for m in s.models] == ["center"]
+    assert study._select(s.models, ["center"], "model(s)") == s.models
+    with pytest.raises(study.StudyError, match="unknown model\\(s\\): nope"):
+        study._select(s.models, ["nope"], "model(s)")
+    bad = _write(tmp_path / "bad.toml", '[study]\nname = "s"\n[[models]]\nname = "m"\nfamily = "qwen2_5_vl"\n')
+    with pytest.raises(study.StudyError, match="model m: no image"):
+        study.load_study(bad)
+    with pytest.raises(study.StudyError, match="name is missing"):
+        study.load_study(_write(tmp_path / "noname.toml", "[study]\n"))
+
+
+def test_build_key_changes_with_each_input(tmp_path):
+    df, lk = _write(tmp_path / "Dockerfile", "FROM x\n"), _write(tmp_path / "requirements.lock", "a==1\n")
+    k = images.build_key(df, lk, "src1", "sha256:base1")
+    assert k == images.build_key(df, lk, "src1", "sha256:base1")
+    assert len({k, images.build_key(df, lk, "src2", "sha256:base1"),
+                images.build_key(df, lk, "src1", "sha256:base2")}) == 3
+    lk.write_text("a==2\n")
+    assert images.build_key(df, lk, "src1", "sha256:base1") != k
+
+
+def test_only_the_ocr_image_builds_with_a_network():
+    repo = Path(__file__).parents[1]
+    nets = {n: images.needs_network(repo / "images" / n / "Dockerfile") for n in images.image_names(repo)}
+    assert nets.pop("ocr") is True
+    assert nets and not any(nets.values())
+
+
+def test_source_sha256_ignores_pycache(tmp_path):
+    _write(tmp_path / "pyproject.toml", "[project]\n")
+    _write(tmp_path / "src/pointfail/a.py", "x = 1\n")
+    h = images.source_sha256(tmp_path)
+    _write(tmp_path / "src/pointfail/__pycache__/a.cpython-311.pyc", "junk")
+    assert images.source_sha256(tmp_path) == h
+    _write(tmp_path / "src/pointfail/a.py", "x = 2\n")
+    assert images.source_sha256(tmp_path) != h
+
+
+def test_runner_package_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, pointfail_runner.cli, pointfail_runner.container, pointfail_runner.study, "
+            "pointfail_runner.images; print(sorted(m for m in ('torch', 'transformers', 'docker') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"  # the docker SDK, too, is imported only when a command needs it
