@@ -241,8 +241,8 @@ def _eligible(el: dict[str, Any], task: str) -> bool:
     text = el.get("text") or ""
     if task == "box":
         return el["role"] in ("heading", "paragraph") and len(text) >= 3
-    if el["role"] == "paragraph":
-        return False
+    if el["role"] in ("paragraph", "code_block"):
+        return False  # scene-graph context only: not point targets
     if el["role"] == "input":
         return bool(text) or _is_search_box(el)
     if el["role"] == "code" and not CODE_IDENTIFIER.match(text):

@@ -29,7 +29,11 @@
     ["td, th", "cell", "cell"],
     ["code, span.pre, tt, kbd", "text", "code"],
     ["p, dd > p, li > p", "text", "paragraph"],
+    ["pre", "text", "code_block"],
   ];
+  // Headings and paragraphs are block boxes as wide as their column; their visible extent is the
+  // text, so their box is the text range's bounding box (what a person would draw around them).
+  const TEXT_EXTENT = new Set(["heading", "paragraph"]);
   const out = [];
   const seen = new Set();
   for (const [sel, category, role] of KINDS) {
@@ -38,7 +42,13 @@
       if (role === "code" && el.closest("a[href]")) continue;       // the link is the element
       if (role === "code" && el.parentElement && el.parentElement.closest("code, span.pre, tt")) continue;
       if (!visible(el)) continue;
-      const r = el.getBoundingClientRect();
+      let r = el.getBoundingClientRect();
+      if (TEXT_EXTENT.has(role)) {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        const tr = range.getBoundingClientRect();
+        if (tr.width > 0 && tr.height > 0) r = tr;
+      }
       if (r.width <= 0 || r.height <= 0) continue;
       if (r.right <= 0 || r.bottom <= 0 || r.left >= W || r.top >= H) continue;
       const x0 = Math.max(0, Math.floor(r.left)), y0 = Math.max(0, Math.floor(r.top));
