@@ -151,3 +151,28 @@ def test_normalized_parse_agrees_with_pixel_rule(x, y, box):
     s = _box_sample(box=(x0, y0, x1, y1))
     want = point_in_box_inclusive((x, y), [x0, y0, x1, y1])
     assert official_score(s, _parse([(x / 1024, y / 768)])).score == (1.0 if want else 0.0)
+
+
+def test_official_score_through_build_record(tmp_path):
+    """End to end: a Where2Place fixture, the Molmo parser, pointfail's outcome and the official mean."""
+    import sys
+    from pathlib import Path
+
+    scoring = pytest.importorskip("pointfail.scoring")
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
+    import builders
+
+    from pointfail.benchmarks import load
+    from pointfail.prompts import build_prompt
+    from pointfail.records import Response
+
+    s = load("where2place", builders.where2place(tmp_path / "w2p", n=1))[0]
+    prompt = build_prompt("molmo", s)
+    # Molmo percent: (30 %, 40 %) of 20x10 = pixel (6, 4), inside the 5..9 x 2..5 mask (value 1);
+    # (90 %, 90 %) = pixel (18, 9), outside (value 0): official mean 0.5, first point a hit
+    rec = scoring.build_record(study="t", model="m", family="molmo", sample=s, prompt=prompt,
+                               response=Response(raw_text='<points x1="30" y1="40" x2="90" y2="90" alt="gap">gap</points>'))
+    assert rec.outcome == "hit"
+    assert rec.official.score == pytest.approx(0.5, abs=1e-9)
+    assert rec.official.rule == RULES["where2place"]
+    assert rec.prompt.core == "Please point to the free space between the two plates."
