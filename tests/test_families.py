@@ -171,6 +171,16 @@ def test_molmo2_truncated_triple_is_ignored():
     assert p == [[0.5, 0.25]] and any(i.startswith("wrong_arity") for i in r.ignored)
 
 
+def test_qwen_bare_list_fallback_in_declared_frame():
+    # Qwen3-VL: bare [250, 500] on the 0-1000 grid -> (0.25, 0.5), flagged
+    p, _, r = pts("qwen3_vl", "The mug is at [250, 500].")
+    assert p == [[0.25, 0.5]] and "bare_list" in r.flags
+    # Qwen2.5-VL: bare [518, 378] in a 1036x756 model input -> (0.5, 0.5)
+    assert pts("qwen2_5_vl", "[518, 378]", mis=(1036, 756))[0] == [[0.5, 0.5]]
+    # keyed JSON wins over a bare list in prose
+    assert pts("qwen3_vl", 'range [0, 1000]: {"point_2d": [100, 100]}')[0] == [[0.1, 0.1]]
+
+
 def test_internvl3_box_and_point_syntax():
     # box [[100, 200, 300, 600]] -> centre (200, 400) / 1000
     p, b, r = pts("internvl3", "<ref>the mug</ref><box>[[100, 200, 300, 600]]</box>")

@@ -7,14 +7,17 @@ absolute pixel coordinates of the image *as the processor resized it* (``smart_r
 not of the original. The model also answers in XML point tags ``<points x1="…" y1="…" alt="…">…
 </points>`` in the same pixels. Conversion therefore needs the model-input size the processor produced
 (``Response.model_input_size``); without it :class:`~pointfail.frames.FrameError` is raised.
-Prompt phrasing: "… output its coordinates in JSON format" (point) / "… output its bbox coordinates
-using JSON format" (box), the cookbook's wording.
+When neither keyed JSON nor XML tags are present, a bare ``[x, y]`` / ``[x1, y1, x2, y2]`` list is
+read in the same declared frame (flag ``bare_list``, after-prose rule).
+
+Prompt phrasing: "… output its coordinates in JSON format" (point) / "… output its bbox
+coordinates using JSON format" (box), the cookbook's wording.
 """
 
 from __future__ import annotations
 
 from pointfail.families import Family
-from pointfail.families._text import read_keyed_lists, read_point_tags
+from pointfail.families._text import read_bare_groups, read_keyed_lists, read_point_tags
 from pointfail.frames import Frame
 
 KEYS = {"point_2d": "point", "bbox_2d": "box"}
@@ -32,7 +35,12 @@ class Qwen25VL(Family):
     decimals = 0
 
     def extract(self, text, diag):
-        return read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+        items = read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+        if not items:
+            items = read_bare_groups(text, diag)
+            if items:
+                diag.flag("bare_list")
+        return items
 
     def format_point(self, x, y, image_size, model_input_size=None):
         fx, fy = self._frame_values(x, y, image_size, model_input_size)

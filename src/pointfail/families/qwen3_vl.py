@@ -3,7 +3,8 @@
 Convention (Qwen3-VL model cards and cookbooks): Qwen3-VL returns grounding coordinates relative to
 the image, scaled to 0–1000 (not resized-input pixels as Qwen2.5-VL did), in the same JSON shapes:
 ``[{"point_2d": [x, y], "label": …}]``, ``[{"bbox_2d": [x1, y1, x2, y2], "label": …}]``; XML
-``<points x1 y1 alt>`` tags are read in the same frame. Qwen3-VL's processor uses factor 32
+``<points x1 y1 alt>`` tags are read in the same frame, and, when neither is present, a bare
+``[x, y]`` / ``[x1, y1, x2, y2]`` list (flag ``bare_list``). Qwen3-VL's processor uses factor 32
 (patch 16 × merge 2), which does not matter for a 0–1000 frame. Thinking variants emit
 ``<think>…</think>`` first (stripped by the shared rules).
 """
@@ -11,7 +12,7 @@ the image, scaled to 0–1000 (not resized-input pixels as Qwen2.5-VL did), in t
 from __future__ import annotations
 
 from pointfail.families import Family
-from pointfail.families._text import read_keyed_lists, read_point_tags
+from pointfail.families._text import read_bare_groups, read_keyed_lists, read_point_tags
 from pointfail.families.qwen2_5_vl import KEYS
 from pointfail.frames import Frame
 
@@ -33,7 +34,12 @@ class Qwen3VL(Family):
     decimals = 0
 
     def extract(self, text, diag):
-        return read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+        items = read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
+        if not items:
+            items = read_bare_groups(text, diag)
+            if items:
+                diag.flag("bare_list")
+        return items
 
     def format_point(self, x, y, image_size, model_input_size=None):
         fx, fy = self._frame_values(x, y, image_size, model_input_size)
