@@ -24,6 +24,7 @@ class _LazyKindParser(argparse.ArgumentParser):
 
     kind: str | None = None
     _loaded = False
+    _missing = False
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D102 (argparse API)
         if self.kind and not self._loaded:
@@ -33,11 +34,13 @@ class _LazyKindParser(argparse.ArgumentParser):
             except ModuleNotFoundError as e:
                 if e.name != f"pointfail.suites.{self.kind}":
                     raise
+                self._missing = True
                 self.set_defaults(func=_missing(self.kind))
-                self.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
             else:
                 mod.add_arguments(self)
                 self.set_defaults(func=mod.run)
+        if self._missing:  # swallow the kind's options: the run function explains what is missing
+            return super().parse_known_args([], namespace)
         return super().parse_known_args(args, namespace)
 
 

@@ -1,0 +1,179 @@
+"""The text suite: tokenization, determinism, glyph-exact targets per category, uniqueness."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import pytest
+
+from pointfail.suites import corpus, text
+from pointfail.suites.common import SuiteError, TextPainter, build_row, sample_rng
+from pointfail.suites.text import CATEGORY_WEIGHTS, PUNCT_NAMES, split_token
+
+PAINTER = TextPainter()
+QUOTED = re.compile(r"[\"'`«]([^\"'`»]+)[\"'`»]")
+
+
+@pytest.mark.parametrize("tok,parts", [
+    ("Friday,", ("", "Friday", ",")),
+    ("¿Puedes", ("¿", "Puedes", "")),
+    ("l'imprimante", ("", "l'imprimante", "")),
+    ("dix-huit", ("", "dix-huit", "")),
+    ("errori?", ("", "errori", "?")),
+    ("(2026).", ("(", "2026", ").")),
+    ("...", ("...", "", "")),
+])
+def test_split_token(tok, parts):
+    assert split_token(tok) == parts
+    assert "".join(split_token(tok)) == tok
+
+
+def test_corpus_language_mix_and_sentences():
+    assert corpus.LANGUAGES == ("en", "de", "fr", "es", "it", "nl")
+    w = dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS))
+    assert w["en"] / sum(corpus.LANGUAGE_WEIGHTS) == 0.5  # 5 / 10
+    assert all(w[lang] / sum(corpus.LANGUAGE_WEIGHTS) == 0.1 for lang in corpus.LANGUAGES[1:])
+    for lang, sents in corpus.SENTENCES.items():
+        assert len(sents) >= 15 and len(set(sents)) == len(sents)
+        assert all(s[-1] in ".!?" for s in sents), lang
+
+
+def _sample(category, index=0, seed=21):
+    for attempt in range(60):
+        try:
+            spec = text.make_sample(sample_rng("text-test", seed, index, attempt), index, PAINTER, category=category)
+        except SuiteError:
+            continue
+        return build_row(f"pft_{index:04d}", f"{index:04d}", spec), spec
+    raise AssertionError(f"no {category} sample in 60 attempts")
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    out = tmp_path_factory.mktemp("text") / "s"
+    return out, text.generate(out, n=6, seed=9)
+
+
+def test_same_seed_same_bytes(suite, tmp_path):
+    out, m = suite
+    again = text.generate(tmp_path / "again", n=6, seed=9)
+    assert again["files"] == m["files"]
+    for rel in m["files"]:
+        assert (out / rel).read_bytes() == (tmp_path / "again" / rel).read_bytes()
+    rows = [json.loads(x) for x in (out / "data/test/metadata.jsonl").read_text(encoding="utf-8").splitlines()]
+    for r in rows:
+        sg = json.loads((out / "data/test" / r["scene_graph"]).read_text(encoding="utf-8"))
+        assert {e["id"]: e for e in sg["elements"]}[r["target_id"]]["box"] == r["bbox"]
+        assert r["surface"] in text.SURFACES and r["difficulty"] in ("easy", "medium", "hard")
+        assert {"word", "char", "line", "caret", "paragraph"} <= {e["category"] for e in sg["elements"]}
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORY_WEIGHTS))
+def test_every_category_names_exactly_its_target(category):
+    row, spec = _sample(category)
+    els = spec.scene.by_id()
+    t = els[row["target_id"]]
+    instr = row["instruction"]
+    quoted = QUOTED.findall(instr)
+    words = [e for e in spec.scene.elements if e.category == "word"]
+
+    def fold(s):
+        return unicodedata.normalize("NFC", s).casefold()
+
+    if CATEGORY_WEIGHTS[category][0] == "bbox":
+        assert row["answer_type"] == "bbox"
+        assert row["eval"] == {"type": "iou", "bbox": row["bbox"], "min_coverage": 0.9, "min_precision": 0.7}
+    else:
+        assert row["answer_type"] == "point" and row["eval"]["type"] == "point_in_bbox"
+    if category in ("word_center", "word_bbox"):
+        assert t.category == "word" and t.text == quoted[0]
+        assert sum(1 for w in words if fold(w.text) == fold(t.text)) == 1
+    elif category in ("char_center", "char_bbox"):
+        ch, word = quoted[0], quoted[1]
+        assert t.category == "char" and t.text == ch and word.count(ch) == 1
+        w = next(w for w in words if w.text == word)
+        assert w.box[0] <= t.box[0] and t.box[2] <= w.box[2]
+    elif category == "punctuation":
+        assert t.category == "punctuation" and PUNCT_NAMES[t.text] in instr
+        w = next(w for w in words if w.text == quoted[0])
+        assert t.box[0] >= w.box[2] - 1  # right after the word's ink (glyphs may touch)
+    elif category == "caret_between_chars":
+        a, b, word = quoted
+        line, i = map(int, row["target_id"].split(":")[1].split("."))
+        left, right = els[f"char:{line}.{i - 1}"], els[f"char:{line}.{i}"]
+        assert (left.text, right.text) == (a, b)
+        cx = (t.box[0] + t.box[2]) / 2
+        assert left.box[0] < cx < right.box[2]
+    elif category in ("caret_after_word", "caret_before_word"):
+        w = next(w for w in words if w.text == quoted[0])
+        line, i = map(int, row["target_id"].split(":")[1].split("."))
+        assert f"line:{line}" in els
+        x = t.box[0] + 3 if category == "caret_after_word" else t.box[0] + (3 if i > 0 else 7)
+        edge = w.box[2] if category == "caret_after_word" else w.box[0]
+        assert abs(x - edge) <= 3, (x, edge)
+    elif category == "between_words":
+        a = next(w for w in words if w.text == quoted[0])
+        b = next(w for w in words if w.text == quoted[1])
+        assert t.category == "space" and t.box[0] == a.box[2] and t.box[2] == b.box[0]
+    elif category in ("line_start", "line_end", "line_bbox"):
+        line = int(re.search(r":(\d+)", row["target_id"]).group(1))
+        ln = els[f"line:{line}"]
+        assert ln.text.startswith(quoted[0])
+        assert sum(1 for e in spec.scene.elements if e.category == "line" and e.text.startswith(quoted[0])) == 1
+        if category == "line_start":
+            assert row["target_id"] == f"caret:{line}.0" and t.box[0] < ln.box[0] < t.box[2]
+        elif category == "line_end":
+            assert row["target_id"] == f"caret:{line}.{len(ln.text)}" and t.box[0] < ln.box[2] <= t.box[2]
+        else:
+            assert t is ln
+    elif category in ("paragraph_start", "paragraph_bbox", "paragraph_end"):
+        assert t.category in ("caret", "paragraph")
+    if category == "sentence_boundary":
+        line, i = map(int, row["target_id"].split(":")[1].split("."))
+        assert els[f"char:{line}.{i - 1}"].text in ".!?"
+
+
+def test_caret_boxes_never_overlap_within_a_line():
+    _, spec = _sample("caret_between_chars", index=3)
+    by_line: dict[int, list] = {}
+    for e in spec.scene.elements:
+        if e.category == "caret":
+            line, i = map(int, e.id.split(":")[1].split("."))
+            by_line.setdefault(line, []).append((i, e.box))
+    for carets in by_line.values():
+        carets.sort()
+        for (_, a), (_, b) in zip(carets, carets[1:]):
+            assert a[2] <= b[0], (a, b)
+
+
+def test_glyph_ink_is_inside_its_box():
+    """Every pixel that differs from the page background inside a line's box belongs to a glyph box
+    of that line: no ink is drawn outside the recorded geometry."""
+    seen = set()
+    for index in range(40):  # until every surface (background) has been checked once
+        row, spec = _sample("word_center", index=index)
+        if row["surface"] in seen:
+            continue
+        seen.add(row["surface"])
+        _check_no_stray_ink(spec, text.SURFACES[row["surface"]].bg)
+        if seen == set(text.SURFACES):
+            break
+    assert seen == set(text.SURFACES)
+
+
+def _check_no_stray_ink(spec, bg):
+    img = spec.scene.image
+    lines = [e for e in spec.scene.elements if e.category == "line"]
+    ln = lines[len(lines) // 2]
+    k = ln.id.split(":")[1]
+    boxes = [e.box for e in spec.scene.elements if e.category in ("char", "punctuation") and e.id.startswith(f"char:{k}.")]
+    x0, y0, x1, y1 = ln.box
+    stray = 0
+    px = img.load()
+    for y in range(y0, y1):
+        for x in range(x0, x1):
+            if px[x, y] != bg and not any(b[0] <= x < b[2] and b[1] <= y < b[3] for b in boxes):
+                stray += 1
+    assert stray == 0
