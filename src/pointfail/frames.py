@@ -197,11 +197,13 @@ class Frame:
 SMART_RESIZE_DEFAULTS: dict[str, dict[str, int]] = {
     # transformers' Qwen2VLImageProcessor class defaults (also used by Qwen2.5-VL): patch 14, merge 2.
     "qwen2_vl_processor_default": {"factor": 28, "min_pixels": 56 * 56, "max_pixels": 28 * 28 * 1280},
-    # Qwen2.5-VL-*-Instruct preprocessor_config.json: min_pixels 3136, max_pixels 12845056.
+    # Qwen2.5-VL-*-Instruct preprocessor_config.json: patch 14, merge 2, min_pixels 3136,
+    # max_pixels 12845056.
     "qwen2_5_vl": {"factor": 28, "min_pixels": 3136, "max_pixels": 12845056},
-    # Qwen3-VL: patch_size 16, merge_size 2 -> factor 32; preprocessor_config size
-    # {"shortest_edge": 65536, "longest_edge": 16777216} (reported by third-party ports; the worker
-    # records the size the processor really produced, which is what parsing uses).
+    # Qwen3-VL-*-Instruct preprocessor_config.json: patch_size 16, merge_size 2 -> factor 32,
+    # size {"shortest_edge": 65536, "longest_edge": 16777216}, processed by transformers'
+    # Qwen2VLImageProcessor (auto mapping "qwen3_vl"), i.e. this same smart_resize. Parsing still uses
+    # the size the worker recorded, never this recomputation.
     "qwen3_vl": {"factor": 32, "min_pixels": 65536, "max_pixels": 16777216},
 }
 """Known (factor, min_pixels, max_pixels) settings. ``factor = patch_size * merge_size``."""
