@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pointfail import metrics
-from pointfail.tables import fmt_fraction, fmt_pct, json_number, parse_sha256sums, render_csv, sha256sums
+from pointfail.tables import fmt_fraction, fmt_p, fmt_pct, json_number, parse_sha256sums, render_csv, sha256sums
 
 
 def test_pointing_accuracy_mean_miss_distance_over_misses_only() -> None:
@@ -75,10 +75,23 @@ def test_mcnemar_exact() -> None:
     # a_only = 3, b_only = 1: two-sided exact p = 2 * (C(4,3) + C(4,4)) / 2^4 = 2 * 5/16 = 0.625
     r = metrics.mcnemar([1, 1, 1, 0, 1, 0], [0, 0, 0, 1, 1, 0])
     assert (r["both"], r["a_only"], r["b_only"], r["neither"]) == (1, 3, 1, 1)
-    assert r["p_value"] == pytest.approx(0.625, abs=1e-12)
+    assert r["p_value"] == Fraction(5, 8)
     # 10 discordant pairs all one way: p = 2 / 2^10 = 0.001953125
-    assert metrics.mcnemar([1] * 10, [0] * 10)["p_value"] == pytest.approx(2 / 1024, abs=1e-15)
-    assert metrics.mcnemar([1, 0], [1, 0])["p_value"] == 1.0
+    assert metrics.mcnemar([1] * 10, [0] * 10)["p_value"] == Fraction(2, 1024)
+    assert metrics.mcnemar([1, 0], [1, 0])["p_value"] == 1
+    # 3 vs 3 discordant: 2 * P(X <= 3 | 6) = 2 * 42/64 > 1 -> capped at 1
+    assert metrics.mcnemar([1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1])["p_value"] == 1
+
+
+@given(st.integers(0, 60), st.integers(0, 60))
+@settings(max_examples=80, deadline=None)
+def test_mcnemar_equals_scipy_binomtest(a_only: int, b_only: int) -> None:
+    from scipy.stats import binomtest
+
+    r = metrics.mcnemar([True] * a_only + [False] * b_only, [False] * a_only + [True] * b_only)
+    expect = 1.0 if a_only + b_only == 0 else binomtest(a_only, a_only + b_only, 0.5).pvalue
+    assert float(r["p_value"]) == pytest.approx(expect, rel=1e-9)
+    assert fmt_p(r["p_value"]) == f"{float(r['p_value']):.4g}"
 
 
 def test_bootstrap_is_seeded_and_clustered() -> None:

@@ -56,6 +56,7 @@ from pointfail.records import FAILURE_MODES, Record, read_records
 from pointfail.tables import (
     NA,
     fmt_fraction,
+    fmt_p,
     fmt_pct,
     json_number,
     parse_sha256sums,
@@ -513,14 +514,15 @@ def _t_breakdowns(study: Study, comp: Computed) -> dict[str, bytes]:
         assign, ranges = area_quartiles(brows)
         range_txt = {k: f"Q{k} [{lo:.1f}, {hi:.1f}] px" for k, lo, hi in ranges}
         per_axis: list[tuple[str, dict[tuple[str, str], Cell]]] = []
+        metas = [dict(r.metadata) for r in brows]
         for ax in axes + ([AREA_AXIS] if assign else []):
             cells: dict[tuple[str, str], Cell] = defaultdict(Cell)
-            for r in brows:
+            for r, meta in zip(brows, metas):
                 if ax == AREA_AXIS:
                     qq = assign.get(r.sample_id)
                     v = range_txt[qq] if qq is not None else "(no area)"
                 else:
-                    v = dict(r.metadata).get(ax, "(none)")
+                    v = meta.get(ax, "(none)")
                 cells[(v, r.model)].add(r)
             per_axis.append((ax, cells))
         for ax, cells in per_axis:
@@ -704,21 +706,24 @@ def _t_pairwise(study: Study, comp: Computed) -> dict[str, bytes]:
     for r in study.rows:
         if r.outcome != "error":
             by_model[r.model][(r.benchmark, r.sample_id)] = r
-    for b in comp.benchmarks + [POOLED]:
-        for i, a in enumerate(comp.models):
-            for bm in comp.models[i + 1:]:
-                keys = sorted(k for k in by_model[a] if k in by_model[bm] and (b == POOLED or k[0] == b))
-                if not keys:
-                    continue
+    for i, a in enumerate(comp.models):
+        for bm in comp.models[i + 1:]:
+            common = sorted(by_model[a].keys() & by_model[bm].keys())
+            per_bench: dict[str, list[tuple[str, str]]] = defaultdict(list)
+            for k in common:
+                per_bench[k[0]].append(k)
+            for b in sorted(per_bench) + ([POOLED] if common else []):
+                keys = common if b == POOLED else per_bench[b]
                 ra = [by_model[a][k] for k in keys]
                 rb = [by_model[bm][k] for k in keys]
                 mc = metrics.mcnemar([r.outcome == "hit" for r in ra], [r.outcome == "hit" for r in rb])
                 ag = metrics.agreement([r.point for r in ra], [r.point for r in rb])
-                rows.append([b, a, bm, str(mc["n"]), str(mc["both"]), str(mc["a_only"]), str(mc["b_only"]), str(mc["neither"]), f"{mc['p_value']:.4g}", str(ag["n_pairs"]), fmt_fraction(ag["mean_distance"], 4), fmt_fraction(ag["median_distance"], 4)])
+                rows.append([b, a, bm, str(mc["n"]), str(mc["both"]), str(mc["a_only"]), str(mc["b_only"]), str(mc["neither"]), fmt_p(mc["p_value"]), str(ag["n_pairs"]), fmt_fraction(ag["mean_distance"], 4), fmt_fraction(ag["median_distance"], 4)])
     rows.sort(key=lambda r: (r[0] == POOLED, r[0], r[1], r[2]))
     notes = [
         "Paired comparison on the samples both models were scored on (errors on either side excluded): exact McNemar "
-        "test, two-sided p = binomtest(a_only, a_only + b_only, 0.5) (scipy), printed to 4 significant digits.",
+        "test, two-sided p = min(1, 2 P(X <= min(a_only, b_only))), X ~ Binomial(a_only + b_only, 1/2) "
+        "(= scipy.stats.binomtest(a_only, a_only + b_only, 0.5).pvalue), exact, printed to 4 significant digits.",
         "Point agreement (grounding-metrics document): mean and median Euclidean distance between the two models' "
         "primary points in normalized image units (0 = same point), over samples where both gave a point.",
     ]

@@ -282,23 +282,28 @@ def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resa
     rng = np.random.Generator(np.random.PCG64(int(seed)))
     h = np.fromiter((x[0] for x in clusters), dtype=np.int64, count=c)
     n = np.fromiter((x[1] for x in clusters), dtype=np.int64, count=c)
-    idx = rng.integers(0, c, size=(resamples, c))
-    # how often each cluster was drawn in each replicate: bincount over row-offset indices
-    flat = (idx + (np.arange(resamples, dtype=np.int64)[:, None] * c)).ravel()
-    counts = np.bincount(flat, minlength=resamples * c).reshape(resamples, c)
-    return counts @ h, counts @ n
+    idx = rng.integers(0, c, size=(resamples, c), dtype=np.int32)  # replicate r draws clusters idx[r]
+    return h[idx].sum(axis=1), n[idx].sum(axis=1)
 
 
 def percentile_interval(hits: Any, n: Any, level: Fraction = Fraction(95, 100)) -> tuple[Fraction, Fraction]:
-    """Percentile interval from bootstrap replicates ``hits[i] / n[i]`` (arrays of equal length B,
-    every ``n[i] > 0``): the exact rates at the nearest-rank positions ``floor(B * a/2)`` and
-    ``ceil(B * (1 - a/2)) - 1`` (0-based) of the sorted replicate rates, ``a = 1 - level``."""
-    rates = sorted(Fraction(int(a), int(b)) for a, b in zip(hits.tolist(), n.tolist()))
-    b = len(rates)
+    """Percentile interval from bootstrap replicates ``hits[i] / n[i]`` (int arrays of equal length
+    B, every ``n[i] > 0``): the exact rates at the nearest-rank positions ``floor(B * a/2)`` and
+    ``ceil(B * (1 - a/2)) - 1`` (0-based) of the sorted replicate rates, ``a = 1 - level``.
+
+    Replicates are ordered by their float rate (a stable sort; correctly rounded division is
+    monotonic, and two different fractions with denominators below 2**26 never round to the same
+    double), and the chosen replicates are returned exactly as ``Fraction(hits, n)``."""
+    import numpy as np
+
+    h = np.asarray(hits, dtype=np.int64)
+    nn = np.asarray(n, dtype=np.int64)
+    order = np.argsort(h / nn, kind="stable")
+    b = len(order)
     alpha = 1 - Fraction(level)
-    lo_i = math.floor(b * alpha / 2)
-    hi_i = math.ceil(b * (1 - alpha / 2)) - 1
-    return rates[lo_i], rates[hi_i]
+    lo_i = int(order[math.floor(b * alpha / 2)])
+    hi_i = int(order[math.ceil(b * (1 - alpha / 2)) - 1])
+    return Fraction(int(h[lo_i]), int(nn[lo_i])), Fraction(int(h[hi_i]), int(nn[hi_i]))
 
 
 def bootstrap_ci(
@@ -338,8 +343,12 @@ def mcnemar(a_hits: Sequence[bool], b_hits: Sequence[bool]) -> dict[str, Any]:
 
     Returns:
         ``{"n", "both", "a_only", "b_only", "neither", "p_value"}``: the 2x2 counts and the exact
-        two-sided p-value, ``scipy.stats.binomtest(a_only, a_only + b_only, 0.5).pvalue`` (the
-        exact conditional McNemar test); ``1.0`` when there are no discordant pairs.
+        two-sided p-value of the conditional (binomial) McNemar test as an exact Fraction:
+        with ``d = a_only + b_only`` discordant pairs and ``k = min(a_only, b_only)``,
+        ``p = min(1, 2 * sum_{i <= k} C(d, i) / 2**d)``, 1 when ``d == 0``. This is
+        ``scipy.stats.binomtest(a_only, d, 0.5).pvalue`` (two-sided, symmetric null), computed
+        in integers so that it is exact and does not import ``scipy.stats`` (seconds per process);
+        the tests check the two agree.
 
     Raises:
         ValueError: when the sequences differ in length.
@@ -356,12 +365,11 @@ def mcnemar(a_hits: Sequence[bool], b_hits: Sequence[bool]) -> dict[str, Any]:
             b_only += 1
         else:
             neither += 1
-    disc = a_only + b_only
-    if disc == 0:
-        p = 1.0
+    d = a_only + b_only
+    if d == 0:
+        p = Fraction(1)
     else:
-        from scipy.stats import binomtest
-
-        p = float(binomtest(a_only, disc, 0.5, alternative="two-sided").pvalue)
-        p = min(p, 1.0)
+        k = min(a_only, b_only)
+        tail = sum(math.comb(d, i) for i in range(k + 1))
+        p = min(Fraction(1), Fraction(2 * tail, 2**d))
     return {"n": len(a_hits), "both": both, "a_only": a_only, "b_only": b_only, "neither": neither, "p_value": p}

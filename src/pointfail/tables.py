@@ -50,6 +50,40 @@ def fmt_fraction(value: Optional[Fraction | int], digits: int, *, scale: int = 1
     return s
 
 
+def fmt_p(value: Fraction, sig: int = 4) -> str:
+    """A probability in (0, 1] with ``sig`` significant digits, from the exact value, rounded once
+    half to even: ``"1"`` for 1, ``"0.625"``, ``"0.001953"``, and scientific notation below 1e-4
+    (``"3.815e-06"``), trailing zeros removed, like ``f"{p:.4g}"`` but without a float."""
+    v = Fraction(value)
+    if v <= 0:
+        return "0"
+    e = 0  # find e with 10**(sig-1) <= v * 10**(sig-1-e) < 10**sig
+    while v >= Fraction(10) ** (e + 1):
+        e += 1
+    while v < Fraction(10) ** e:
+        e -= 1
+    scaled = v * Fraction(10) ** (sig - 1 - e)
+    q, r = divmod(scaled.numerator, scaled.denominator)
+    if 2 * r > scaled.denominator or (2 * r == scaled.denominator and q % 2 == 1):
+        q += 1
+    if q == 10**sig:  # rounding carried into a new digit
+        q //= 10
+        e += 1
+    digits = str(q)
+    if -4 <= e < sig:
+        if e >= 0:
+            s = digits[: e + 1] + "." + digits[e + 1 :] if e + 1 < len(digits) else digits + "0" * (e + 1 - len(digits))
+        else:
+            s = "0." + "0" * (-e - 1) + digits
+        if "." in s:
+            s = s.rstrip("0").rstrip(".")
+        return s
+    mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+
+
 def fmt_pct(num: int, den: int, digits: int = 1) -> str:
     """``num / den`` as a percentage with ``digits`` decimals, :data:`NA` when ``den == 0``."""
     return NA if den == 0 else fmt_fraction(Fraction(num, den), digits, scale=100)
