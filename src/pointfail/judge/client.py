@@ -23,8 +23,10 @@ Per miss (:meth:`OllamaJudge.judge`):
   requests already retrying stop.
 * Any other HTTP error (4xx: unknown model, bad request) makes that miss ``judge_unavailable`` with the
   server's message in ``detail``; a 404 (model not on the server) also marks the judge down.
-* At most ``concurrency`` misses are in flight at once (an ``asyncio.Semaphore``); the annotated image is
-  produced inside the slot (in a worker thread) so images are not all held in memory.
+* At most ``concurrency`` misses have requests in flight at once (an ``asyncio.Semaphore``). Annotated
+  images are rendered ahead in worker threads, at most ``2 * concurrency`` rendered or being sent at
+  any time, so rendering the next misses overlaps waiting on the server and images are never all held
+  in memory.
 
 The model digest comes from ``/api/tags`` (the entry whose name is the model, or ``model:latest``);
 the server version from ``/api/version``. Both are fetched once, with the same retries.
@@ -133,6 +135,7 @@ class OllamaJudge:
         self.info = ServerInfo()
         self._client: Any = None
         self._sem: Optional[asyncio.Semaphore] = None
+        self._prefetch: Optional[asyncio.Semaphore] = None
         self._down: Optional[str] = None
 
     @property
@@ -166,6 +169,7 @@ class OllamaJudge:
             limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
         )
         self._sem = asyncio.Semaphore(self.concurrency)
+        self._prefetch = asyncio.Semaphore(2 * self.concurrency)
         self._down = None
         self.info = await self._server_info()
         return self
@@ -245,7 +249,7 @@ class OllamaJudge:
 
         Args:
             image: the annotated PNG (bytes), or a callable returning it (run in a worker thread once
-                this miss holds a concurrency slot).
+                this miss holds a render-ahead slot).
             instruction: the original instruction given to the evaluated model.
             point_outside_image: the predicted point lies outside the image (adds one prompt sentence).
 
@@ -256,55 +260,62 @@ class OllamaJudge:
             Whatever ``image()`` raises (an unreadable image is the caller's to record).
             RuntimeError: used outside ``async with``.
         """
-        import ollama
-
         if self._sem is None or self._client is None:
             raise RuntimeError("OllamaJudge.judge() must run inside 'async with OllamaJudge(...)'")
         if self._down is not None:
             return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
-        async with self._sem:
+        assert self._prefetch is not None
+        async with self._prefetch:
             if self._down is not None:
                 return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
             png = await asyncio.to_thread(image) if callable(image) else image
-            prompt = build_prompt(instruction, point_outside_image=point_outside_image)
-            messages = [{"role": "user", "content": prompt, "images": [png]}]
-            counter = _Counter()
-            attempts: list[JudgeAttempt] = []
-            for k in range(1, self.max_attempts + 1):
-                opts = dict(self.options)
-                if "seed" in opts:
-                    opts["seed"] = int(opts["seed"]) + k - 1
-                kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "options": opts}
-                if self.use_schema:
-                    kwargs["format"] = LABEL_SCHEMA
-                if self.think is not None:
-                    kwargs["think"] = self.think
-                try:
-                    resp = await self._call(lambda: self._client.chat(**kwargs), counter)
-                except _Down as e:
-                    return self._judgment(
-                        "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
-                    )
-                except Exception as e:
-                    reason = f"{type(e).__name__}: {e}"
-                    if is_transport_error(e):
-                        self._down = f"server unavailable at {self.host} after {counter.n} transport failures ({reason})"
-                    elif isinstance(e, ollama.ResponseError) and e.status_code == 404:
-                        self._down = f"model {self.model} not served at {self.host} ({reason})"
-                    return self._judgment(
-                        "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
-                    )
-                reply = (resp.message.content or "") if resp.message is not None else ""
-                label, verdict = read_label(reply)
-                attempts.append(JudgeAttempt(attempt=k, reply=reply, verdict=verdict, label=label))
-                if label is not None:
-                    return self._judgment("labeled", label=label, attempts=attempts, transport_failures=counter.n)
-            return self._judgment(
-                "unlabeled",
-                attempts=attempts,
-                transport_failures=counter.n,
-                detail=f"no single clean label in {self.max_attempts} attempts",
-            )
+            async with self._sem:
+                return await self._ask(png, instruction, point_outside_image)
+
+    async def _ask(self, png: bytes, instruction: str, point_outside_image: bool) -> Judgment:
+        import ollama
+
+        if self._down is not None:
+            return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+        prompt = build_prompt(instruction, point_outside_image=point_outside_image)
+        messages = [{"role": "user", "content": prompt, "images": [png]}]
+        counter = _Counter()
+        attempts: list[JudgeAttempt] = []
+        for k in range(1, self.max_attempts + 1):
+            opts = dict(self.options)
+            if "seed" in opts:
+                opts["seed"] = int(opts["seed"]) + k - 1
+            kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "options": opts}
+            if self.use_schema:
+                kwargs["format"] = LABEL_SCHEMA
+            if self.think is not None:
+                kwargs["think"] = self.think
+            try:
+                resp = await self._call(lambda: self._client.chat(**kwargs), counter)
+            except _Down as e:
+                return self._judgment(
+                    "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
+                )
+            except Exception as e:
+                reason = f"{type(e).__name__}: {e}"
+                if is_transport_error(e):
+                    self._down = f"server unavailable at {self.host} after {counter.n} transport failures ({reason})"
+                elif isinstance(e, ollama.ResponseError) and e.status_code == 404:
+                    self._down = f"model {self.model} not served at {self.host} ({reason})"
+                return self._judgment(
+                    "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
+                )
+            reply = (resp.message.content or "") if resp.message is not None else ""
+            label, verdict = read_label(reply)
+            attempts.append(JudgeAttempt(attempt=k, reply=reply, verdict=verdict, label=label))
+            if label is not None:
+                return self._judgment("labeled", label=label, attempts=attempts, transport_failures=counter.n)
+        return self._judgment(
+            "unlabeled",
+            attempts=attempts,
+            transport_failures=counter.n,
+            detail=f"no single clean label in {self.max_attempts} attempts",
+        )
 
     async def judge_many(self, items: list[tuple[ImageSource, str, bool]]) -> list[Judgment]:
         """Judge several misses concurrently (inside ``async with``); results in input order.
