@@ -326,3 +326,16 @@ def test_tables_do_not_depend_on_line_order(toy: Path, tmp_path: Path) -> None:
     bb = build_tables(load_study(other))
     # the study name is part of the titles; compare with it normalized
     assert {k: v.replace(b"shuffled", b"toy") for k, v in bb.items() if k != "SHA256SUMS"} == {k: v for k, v in a.items() if k != "SHA256SUMS"}
+
+
+def test_cli_aggregate_out_and_schema_error(toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pointfail.cli import main
+
+    out = tmp_path / "elsewhere"
+    assert main(["aggregate", str(toy), "--out", str(out)]) == 0
+    assert (out / "SHA256SUMS").is_file() and not (toy / "tables").exists()
+    p = toy / "alpha" / "b1.jsonl"
+    p.write_text(p.read_text(encoding="utf-8").replace('"schema_version":1', '"schema_version":2', 1), encoding="utf-8")
+    assert main(["aggregate", str(toy)]) == 1
+    err = capsys.readouterr().err
+    assert f"{p}:1: schema: schema_version" in err
