@@ -1,0 +1,109 @@
+"""Molmo v1 backend (``allenai/Molmo-7B-D-0924``, ``allenai/MolmoE-1B-0924``): remote code, pinned.
+
+Molmo v1 has no class in transformers; its checkpoints ship their own modelling code, loaded with
+``trust_remote_code=True``. Running code from a checkpoint is only acceptable when the code is
+pinned: this backend **refuses** to load unless a revision is given (``--revision``, or the
+``POINTFAIL_MODEL_REVISION`` environment variable) that is a full 40-hex commit id, and, when the
+weights directory is a hub snapshot directory (named by its commit), that the two agree. The remote
+code needs the transformers 4.4x-4.5x line (issue 4; it is why Molmo v1 gets its own image).
+
+Generation follows the model card: ``processor.process(images=[image], text=prompt)``, a batch
+dimension added, ``model.generate_from_batch(inputs, GenerationConfig(max_new_tokens=N,
+stop_strings="<|endoftext|>"), tokenizer=processor.tokenizer)`` with greedy decoding, new tokens
+decoded with special tokens skipped. One sample per ``generate_from_batch`` call (the card's
+processor takes one example); the worker's batch is run item by item. The molmo frame is percent of
+the original image, so no model-input size is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from pointfail.backends.base import BackendError, WorkItem, result
+from pointfail.backends.hf import check_weights_dir, resolve_device
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def pinned_revision(weights_dir: Path, revision: Optional[str]) -> str:
+    """The pinned revision to load remote code at.
+
+    Raises:
+        BackendError: no revision given, not a 40-hex commit id, or the weights directory is a hub
+            snapshot (a directory named by a 40-hex commit) of another commit.
+    """
+    rev = revision or os.environ.get("POINTFAIL_MODEL_REVISION") or ""
+    if not rev:
+        raise BackendError("molmo runs the checkpoint's own code (trust_remote_code); refusing without a pinned "
+                           "revision: pass --revision <40-hex commit> (or set POINTFAIL_MODEL_REVISION)")
+    if not _COMMIT.match(rev):
+        raise BackendError(f"molmo revision {rev!r} is not a full 40-hex commit id; branch and tag names move, "
+                           "so remote code is only trusted at a commit")
+    name = weights_dir.resolve().name
+    if _COMMIT.match(name) and name != rev:
+        raise BackendError(f"weights directory is hub snapshot {name}, not the pinned revision {rev}")
+    return rev
+
+
+class MolmoBackend:
+    """Molmo v1 through its remote code; see the module docstring."""
+
+    name = "molmo"
+
+    def __init__(self, model: Any, processor: Any, device: str, info: dict[str, Any]):
+        self.model = model
+        self.processor = processor
+        self.device = device
+        self._info = info
+
+    def generate(self, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        """Greedy generation, one item at a time (the card's processor takes a single example)."""
+        import torch
+        from transformers import GenerationConfig
+
+        out = []
+        for item in batch:
+            inputs = self.processor.process(images=[item.image], text=item.prompt)
+            inputs = {k: v.to(self.device).unsqueeze(0) for k, v in inputs.items()}
+            cfg = GenerationConfig(max_new_tokens=item.max_new_tokens, stop_strings="<|endoftext|>", do_sample=False)
+            with torch.inference_mode():
+                ids = self.model.generate_from_batch(inputs, cfg, tokenizer=self.processor.tokenizer)
+            new = ids[0, inputs["input_ids"].size(1):]
+            text = self.processor.tokenizer.decode(new, skip_special_tokens=True)
+            out.append(result(text, None, int(inputs["input_ids"].size(1)), int(new.numel())))
+        return out
+
+    def recover(self) -> None:
+        """Free cached GPU memory after a failure."""
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def info(self) -> dict[str, Any]:
+        """Provenance facts, including the pinned revision."""
+        return dict(self._info)
+
+
+def load(weights_dir: Optional[str], device: str = "auto", revision: Optional[str] = None,
+         **options: Any) -> MolmoBackend:
+    """Load Molmo v1 from ``weights_dir`` with remote code at a pinned ``revision`` (see the module
+    docstring). Raises :class:`BackendError` when the revision is missing or does not match."""
+    path = check_weights_dir(weights_dir)
+    rev = pinned_revision(path, revision)
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoProcessor
+
+    dev = resolve_device(device)
+    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    kw = dict(trust_remote_code=True, revision=rev, local_files_only=True)
+    processor = AutoProcessor.from_pretrained(str(path), **kw)
+    model = AutoModelForCausalLM.from_pretrained(str(path), torch_dtype=dtype, **kw)
+    model.to(dev).eval()
+    info = {"backend": "molmo", "checkpoint": str(path), "revision": rev, "dtype": str(dtype).replace("torch.", ""),
+            "device": dev, "transformers": transformers.__version__}
+    return MolmoBackend(model, processor, dev, info)

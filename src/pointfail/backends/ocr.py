@@ -1,0 +1,69 @@
+"""The ``ocr`` baseline as a worker backend: Tesseract over the screenshot, rules over the
+instruction (:mod:`pointfail.baselines.ocr`), answers in the json_pixels convention.
+
+The prompt the worker receives is the instruction the family's prompt builder produced; for ``ocr``
+that is the core instruction (the family's frame is json_pixels). No weights, no GPU; token counts
+and model-input size are ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any, Optional
+
+from pointfail.backends.base import BackendError, WorkItem, result
+
+
+class OcrBackend:
+    """Runs :func:`pointfail.baselines.ocr.point_to` per item."""
+
+    name = "ocr"
+
+    def __init__(self, langs: str):
+        self.langs = langs
+        self._pages: dict[str, dict[str, Any]] = {}  # image path -> OCR cache, the last 16 images
+
+    def generate(self, batch: list[WorkItem]) -> list[dict[str, Any]]:
+        """One answer per item. The OCR of an image is reused for later items on the same image path
+        (benchmarks ask several questions about one screenshot)."""
+        from pointfail.baselines.ocr import point_to
+
+        out = []
+        for it in batch:
+            cache = self._pages.setdefault(it.image_path, {}) if it.image_path else {}
+            out.append(result(point_to(it.image, it.prompt, task=it.task, langs=self.langs, cache=cache).text))
+            while len(self._pages) > 16:
+                self._pages.pop(next(iter(self._pages)))
+        return out
+
+    def info(self) -> dict[str, Any]:
+        """Provenance: Tesseract version and languages."""
+        import pytesseract
+
+        return {"backend": "ocr", "tesseract": str(pytesseract.get_tesseract_version()), "langs": self.langs}
+
+
+def load(weights_dir: Optional[str] = None, device: str = "cpu", langs: Optional[str] = None,
+         **options: Any) -> OcrBackend:
+    """Check that pytesseract and the ``tesseract`` binary with the language packs are present.
+
+    Languages: ``langs`` or ``$POINTFAIL_OCR_LANGS`` or ``eng+deu+fra+spa+ita+nld``.
+
+    Raises:
+        BackendError: pytesseract, the binary or a language pack is missing.
+    """
+    from pointfail.baselines.ocr import DEFAULT_LANGS
+
+    langs = langs or os.environ.get("POINTFAIL_OCR_LANGS") or DEFAULT_LANGS
+    try:
+        import pytesseract
+    except ImportError as e:
+        raise BackendError(f"the ocr baseline needs pytesseract: {e}") from None
+    if shutil.which(pytesseract.pytesseract.tesseract_cmd) is None:
+        raise BackendError("the ocr baseline needs the tesseract binary (Debian package tesseract-ocr)")
+    have = set(pytesseract.get_languages(config=""))
+    missing = [l for l in langs.split("+") if l not in have]
+    if missing:
+        raise BackendError(f"tesseract language packs missing: {', '.join(missing)} (installed: {', '.join(sorted(have))})")
+    return OcrBackend(langs)
