@@ -193,3 +193,23 @@ def test_runner_package_imports_no_torch():
             "pointfail_runner.images; print(sorted(m for m in ('torch', 'transformers', 'docker') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # the docker SDK, too, is imported only when a command needs it
+
+
+def test_container_kwargs_lock_the_container_down(tmp_path, monkeypatch):
+    pytest.importorskip("docker")
+    job, w, d = tmp_path / "job", tmp_path / "w", tmp_path / "d"
+    kw = container.container_kwargs(family="qwen2_5_vl", job_dir=job, weights_dir=w, data_dirs=[d],
+                                    batch_size=4, mem_limit="6g", gpu=False)
+    assert kw["network_mode"] == "none" and kw["read_only"] is True and kw["cap_drop"] == ["ALL"]
+    assert kw["security_opt"] == ["no-new-privileges"] and kw["mem_limit"] == kw["memswap_limit"] == "6g"
+    assert "/tmp" in kw["tmpfs"] and "device_requests" not in kw
+    assert kw["volumes"] == {str(job.resolve()): {"bind": "/job", "mode": "rw"},
+                             str(w.resolve()): {"bind": "/weights", "mode": "ro"},
+                             str(d.resolve()): {"bind": "/data/0", "mode": "ro"}}
+    assert kw["command"][:2] == ["--family", "qwen2_5_vl"] and kw["command"][-2:] == ["--device", "cpu"]
+    assert kw["user"] != "0:0" and not kw["user"].startswith("0:")
+    gpu = container.container_kwargs(family="x", job_dir=job, weights_dir=w, gpu=True)
+    assert gpu["command"][-2:] == ["--device", "cuda"]
+    assert gpu["device_requests"][0]["Count"] == -1 and gpu["device_requests"][0]["Capabilities"] == [["gpu"]]
+    monkeypatch.setenv("POINTFAIL_GPU", "0")
+    assert container.host_has_gpu() is False

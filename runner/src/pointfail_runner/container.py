@@ -105,6 +105,35 @@ def prepare_job_dir(job_dir: Path) -> None:
             os.chown(p, CONTAINER_UID, CONTAINER_UID)
 
 
+def container_kwargs(*, family: str, job_dir: Path, weights_dir: Path, data_dirs: Iterable[Path] = (),
+                     batch_size: int = 1, mem_limit: str = "8g", gpu: bool = False,
+                     extra_args: Iterable[str] = ()) -> dict:
+    """The ``client.containers.create`` keyword arguments for one model job (see the module
+    docstring for each setting); the worker command line is the contract in ``docs/architecture.md``."""
+    from docker.types import DeviceRequest
+
+    volumes = {str(Path(job_dir).resolve()): {"bind": JOB_MOUNT, "mode": "rw"},
+               str(Path(weights_dir).resolve()): {"bind": WEIGHTS_MOUNT, "mode": "ro"}}
+    for i, d in enumerate(data_dirs):
+        volumes[str(Path(d).resolve())] = {"bind": f"{DATA_MOUNT}/{i}", "mode": "ro"}
+    command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{JOB_MOUNT}/requests.jsonl",
+               "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
+               "--device", "cuda" if gpu else "cpu", *extra_args]
+    kwargs = dict(
+        command=command, user=container_user(), network_mode="none", read_only=True,
+        tmpfs={"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"}, cap_drop=["ALL"],
+        security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=512,
+        volumes=volumes, working_dir="/tmp", detach=True,
+        environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf",
+                     "XDG_CACHE_HOME": "/tmp/cache", "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+        labels={"org.pointfail.job": str(Path(job_dir).resolve()), "org.pointfail.family": family},
+        name=f"pointfail-{family}-{uuid.uuid4().hex[:8]}",
+    )
+    if gpu:
+        kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return kwargs
+
+
 class _Progress:
     """Counts answered ids in the responses file incrementally (reads only new bytes)."""
 
@@ -158,7 +187,6 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
         ContainerFailed: non-zero exit, wall-clock kill, or the engine refused to start it.
     """
     from docker.errors import APIError, NotFound
-    from docker.types import DeviceRequest
     from tqdm import tqdm
 
     job_dir = Path(job_dir).resolve()
@@ -178,26 +206,10 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
     if weights_dir is None:
         empty.mkdir(exist_ok=True)
     prepare_job_dir(job_dir)
-    volumes = {str(job_dir): {"bind": JOB_MOUNT, "mode": "rw"},
-               str(Path(weights_dir or empty).resolve()): {"bind": WEIGHTS_MOUNT, "mode": "ro"}}
-    for i, d in enumerate(data_dirs):
-        volumes[str(Path(d).resolve())] = {"bind": f"{DATA_MOUNT}/{i}", "mode": "ro"}
     use_gpu = host_has_gpu() if gpu is None else gpu
-    command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{JOB_MOUNT}/requests.jsonl",
-               "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
-               "--device", "cuda" if use_gpu else "cpu", *extra_args]
-    kwargs = dict(
-        command=command, user=container_user(), network_mode="none", read_only=True,
-        tmpfs={"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"}, cap_drop=["ALL"],
-        security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=512,
-        volumes=volumes, working_dir="/tmp", detach=True,
-        environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf",
-                     "XDG_CACHE_HOME": "/tmp/cache", "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
-        labels={"org.pointfail.job": str(job_dir), "org.pointfail.family": family},
-        name=f"pointfail-{family}-{uuid.uuid4().hex[:8]}",
-    )
-    if use_gpu:
-        kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    kwargs = container_kwargs(family=family, job_dir=job_dir, weights_dir=Path(weights_dir or empty),
+                              data_dirs=data_dirs, batch_size=batch_size, mem_limit=mem_limit, gpu=use_gpu,
+                              extra_args=extra_args)
     tail: deque[str] = deque(maxlen=40)
     log_file = job_dir / "container.log"
     t0 = time.monotonic()
@@ -218,7 +230,7 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
                                   log_tail=[]) from e
         container.reload()
         image_id = container.image.id
-        settings = container.attrs["HostConfig"]
+        settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
 
         def _stream() -> None:
             with open(log_file, "ab") as lf:

@@ -174,7 +174,7 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
         (ctx / "wheels").mkdir()
         for p in wheels.values():
             _link(p, ctx / "wheels" / p.name)
-        build_pointfail_wheel(repo, ctx / "wheels" / "local")
+        build_pointfail_wheel(repo, ctx / "local")
         buildargs = {
             "BASE": blk["image_id"],
             "TORCH_VARIANT": variant,

@@ -123,6 +123,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               records_root: Optional[Path] = None, wheelhouse: Optional[Path] = None, variant: Optional[str] = None,
               limit: Optional[int] = None, wall_clock_s: float = 6 * 3600, mem_limit: str = "8g",
               batch_size: Optional[int] = None, progress: bool = True, client=None,
+              base_lock: Optional[Path] = None,
               log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
     """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
 
@@ -181,10 +182,12 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     for m in sel_models:
         fam = get_family(m["family"])
         try:
-            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse, log=log)
+            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
+                                     base_lock=base_lock, log=log)
         except locks.LockError:
             locks.download_wheels(repo / "images" / m["image"], Path(wheelhouse or repo / "wheelhouse"), variant)
-            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse, log=log)
+            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
+                                     base_lock=base_lock, log=log)
         prov = _provenance(repo, m["image"], variant, built.id, m)
         out[m["name"]] = {}
         for b in sel_benchmarks:

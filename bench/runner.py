@@ -1,0 +1,118 @@
+"""Per-job overhead of the container path against the in-process worker, on a tiny model.
+
+One job = the worker answering N requests with the tiny random-weight Qwen2.5-VL checkpoint
+(``pointfail.testing.tiny``) on a generated sheets suite. Three ways, measured side by side in one
+run, alternating, R repetitions each, medians reported:
+
+* in-process: ``pointfail.worker.main([...])`` called in this interpreter (torch already imported);
+* subprocess: ``python -m pointfail.worker`` in a fresh interpreter (the study's "one model per
+  process" without a container);
+* container: :func:`pointfail_runner.container.run_job` with the family image (create, start, no
+  network, read-only root, worker, kill/remove).
+
+Prints each median, the ratios container / in-process and container / subprocess, and the
+container's fixed overhead per job (container minus subprocess). It also prints batched (batch 8)
+against one-at-a-time (batch 1) in-process throughput (samples per second, ratio).
+
+Needs a Docker Engine (started via ensure_engine) and the family image (built if missing; wheels
+from ``make wheels``). Usage: ``python bench/runner.py [--n 16] [--reps 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILY = "qwen2_5_vl"
+
+
+def _requests(suite: Path, n: int, prefix: str) -> list[dict]:
+    pngs = sorted((suite / "data/test").glob("*.png"))
+    return [{"sample_id": f"{prefix}{i:03d}", "image": str(pngs[i % len(pngs)]), "prompt": "Point to the cell B2.",
+             "task": "point", "max_new_tokens": 16} for i in range(n)]
+
+
+def _write(path: Path, reqs: list[dict]) -> None:
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=16, help="requests per job")
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from pointfail import worker
+    from pointfail.suites import sheets
+    from pointfail.testing import tiny
+    from pointfail_runner import container as cmod
+    from pointfail_runner.base import ensure_base
+    from pointfail_runner.engine import ensure_engine
+    from pointfail_runner.images import build_image
+
+    tmp = Path(tempfile.mkdtemp(prefix="pointfail-bench-"))
+    suite = tmp / "suite"
+    sheets.generate(suite, n=4, seed=5)
+    weights = tiny.build(FAMILY, tmp / "tiny", seed=0)
+    client = ensure_engine()
+    ensure_base(client, REPO / "images/base/base.lock.json", log=lambda s: None)
+    image = build_image(client, REPO, FAMILY, variant="cpu", log=lambda s: None).tag
+
+    def in_process(k: int, batch: int = 1) -> float:
+        d = tmp / f"inproc{k}-{batch}"
+        d.mkdir()
+        _write(d / "req.jsonl", _requests(suite, args.n, "p"))
+        t = time.perf_counter()
+        rc = worker.main(["--family", FAMILY, "--weights", str(weights), "--requests", str(d / "req.jsonl"),
+                          "--responses", str(d / "resp.jsonl"), "--batch-size", str(batch), "--device", "cpu"])
+        assert rc == 0
+        return time.perf_counter() - t
+
+    def subproc(k: int) -> float:
+        d = tmp / f"sub{k}"
+        d.mkdir()
+        _write(d / "req.jsonl", _requests(suite, args.n, "s"))
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pointfail.worker", "--family", FAMILY, "--weights", str(weights),
+                        "--requests", str(d / "req.jsonl"), "--responses", str(d / "resp.jsonl"),
+                        "--device", "cpu"], check=True, capture_output=True)
+        return time.perf_counter() - t
+
+    def in_container(k: int) -> float:
+        reqs = [dict(r, image=r["image"].replace(str(suite), "/data/0")) for r in _requests(suite, args.n, "c")]
+        t = time.perf_counter()
+        cmod.run_job(client, image, family=FAMILY, job_dir=tmp / f"ctr{k}", requests=reqs, weights_dir=weights,
+                     data_dirs=[suite], gpu=False, progress=False, log=lambda s: None)
+        return time.perf_counter() - t
+
+    in_process(-1)  # warm-up: imports torch/transformers once, as a long-lived parent would
+    times: dict[str, list[float]] = {"in-process": [], "subprocess": [], "container": [], "batch8": []}
+    for k in range(args.reps):
+        times["in-process"].append(in_process(k))
+        times["subprocess"].append(subproc(k))
+        times["container"].append(in_container(k))
+        times["batch8"].append(in_process(k, batch=8))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"tiny {FAMILY}, {args.n} requests per job, {args.reps} reps, medians (s):")
+    for k in ("in-process", "subprocess", "container"):
+        print(f"  {k:11s} {med[k]:7.2f}  ({args.n / med[k]:.1f} samples/s)")
+    print(f"ratio container / in-process : {med['container'] / med['in-process']:.2f}")
+    print(f"ratio container / subprocess : {med['container'] / med['subprocess']:.2f}")
+    print(f"container overhead per job   : {med['container'] - med['subprocess']:+.2f} s over a fresh process")
+    print(f"batched (8) vs one-at-a-time : {args.n / med['batch8']:.1f} vs {args.n / med['in-process']:.1f} "
+          f"samples/s, ratio {med['in-process'] / med['batch8']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The container path against a real Docker Engine (issue 4, "What it must show").
+
+Started with :func:`pointfail_runner.engine.ensure_engine` (installs Debian's docker.io and starts
+dockerd when none answers). Images are shared by every test in the session; the base is reused when
+the engine holds the one ``images/base/base.lock.json`` names, and built from Debian packages
+otherwise (into a temporary lock, so the committed lock is left alone). Images are rebuilt only when
+their Dockerfile, lock, the pointfail source or the base changed (content-keyed tags).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker")
+
+from pointfail_runner import container as cmod  # noqa: E402
+from pointfail_runner import images as imod  # noqa: E402
+from pointfail_runner import locks  # noqa: E402
+from pointfail_runner.base import ensure_base, read_apt_mirror  # noqa: E402
+from pointfail_runner.engine import ensure_engine  # noqa: E402
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[1]
+WHEELHOUSE = REPO / "wheelhouse"
+TINY_FAMILY = "qwen2_5_vl"
+
+
+@pytest.fixture(scope="session")
+def client():
+    c = ensure_engine()
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def base_lock(client, tmp_path_factory) -> Path:
+    lock = tmp_path_factory.mktemp("base") / "base.lock.json"
+    shutil.copy(REPO / "images/base/base.lock.json", lock)
+    ensure_base(client, lock)
+    return lock
+
+
+@pytest.fixture(scope="session")
+def build(client, base_lock):
+    cache: dict[str, imod.BuiltImage] = {}
+
+    def _build(name: str) -> imod.BuiltImage:
+        if name not in cache:
+            image_dir = REPO / "images" / name
+            try:
+                locks.verify_wheelhouse(image_dir, WHEELHOUSE, "cpu")
+            except locks.LockError:
+                locks.download_wheels(image_dir, WHEELHOUSE, "cpu")
+            cache[name] = imod.build_image(client, REPO, name, variant="cpu", wheelhouse=WHEELHOUSE,
+                                           base_lock=base_lock, log=lambda s: None)
+        return cache[name]
+
+    return _build
+
+
+def _run(client, image: str, argv: list[str], entrypoint=None) -> str:
+    out = client.containers.run(image, argv, entrypoint=entrypoint, network_mode="none", remove=True,
+                                stdout=True, stderr=True)
+    return out.decode()
+
+
+@pytest.fixture(scope="session")
+def sheets_suite(tmp_path_factory) -> Path:
+    from pointfail.suites import sheets
+
+    out = tmp_path_factory.mktemp("suite") / "sheets"
+    sheets.generate(out, n=6, seed=3)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_weights(tmp_path_factory) -> Path:
+    from pointfail.testing import tiny
+
+    return tiny.build(TINY_FAMILY, tmp_path_factory.mktemp("tiny") / TINY_FAMILY, seed=0)
+
+
+def test_base_from_debian_packages(client, base_lock):
+    lock = json.loads(base_lock.read_text())
+    img = client.images.get(lock["image_id"])
+    assert img.attrs["RootFS"]["Layers"] == [lock["rootfs_diff_id"]]
+    py = "import sys, pwd, ensurepip; print(sys.version_info[:2], pwd.getpwnam('pointfail').pw_uid)"
+    assert _run(client, lock["image_id"], ["/usr/bin/python3", "-c", py]).strip() == "(3, 11) 10001"
+    # The Debian version dpkg reports inside the image is the one the lock recorded.
+    v = _run(client, lock["image_id"], ["dpkg-query", "-W", "--showformat=${Version}", "python3"]).strip()
+    assert v == lock["packages"]["python3"]
+    assert read_apt_mirror() not in base_lock.read_text()  # the mirror's host name is never recorded
+
+
+def _labels_ok(client, built: imod.BuiltImage, lockfile: Path):
+    attrs = client.images.get(built.tag).attrs
+    labels = attrs["Config"]["Labels"]
+    assert labels["org.pointfail.lock-sha256"] == locks.file_sha256(lockfile)
+    assert labels["org.pointfail.source-sha256"] == imod.source_sha256(REPO)
+    assert len(labels["org.opencontainers.image.revision"].split("-")[0]) == 40
+    assert attrs["Config"]["User"] == "10001:10001"
+    assert isinstance(attrs["Config"]["Entrypoint"], list)  # exec form
+    return attrs
+
+
+def test_scorer_image_has_no_torch_and_scores(client, build):
+    built = build("scorer")
+    _labels_ok(client, built, REPO / "images/scorer/requirements.lock")
+    code = "import importlib.util as u, pointfail, numpy, PIL, scipy; print(u.find_spec('torch') is None)"
+    assert _run(client, built.tag, ["-c", code], entrypoint=["/opt/venv/bin/python"]).strip() == "True"
+    # pointfail's own CLI in the image: a point at (10, 10) px inside the box [0, 0, 50, 50] is a hit.
+    out = _run(client, built.tag, ["score", "--family", "json_pixels", "--image-size", "100", "100",
+                                   "--box", "0", "0", "50", "50", "--text", '{"point": [10, 10]}'])
+    assert json.loads(out)["outcome"] == "hit"
+
+
+def test_ocr_image_has_tesseract_and_languages(client, build):
+    built = build("ocr")
+    _labels_ok(client, built, REPO / "images/ocr/requirements.lock")
+    langs = _run(client, built.tag, ["--list-langs"], entrypoint=["tesseract"]).split()
+    assert {"eng", "deu", "fra", "spa", "ita", "nld"} <= set(langs)
+    code = "import pytesseract; print(pytesseract.get_tesseract_version().major)"
+    assert _run(client, built.tag, ["-c", code], entrypoint=["/opt/venv/bin/python"]).strip() == "5"
+
+
+def test_family_image_cpu_torch(client, build):
+    built = build(TINY_FAMILY)
+    attrs = _labels_ok(client, built, REPO / f"images/{TINY_FAMILY}/requirements-cpu.lock")
+    assert attrs["Config"]["Labels"]["org.pointfail.torch-variant"] == "cpu"
+    code = "import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.is_available())"
+    out = _run(client, built.tag, ["-c", code], entrypoint=["/opt/venv/bin/python"]).split()
+    pins = {e.name: e.version for e in locks.parse_lock(REPO / f"images/{TINY_FAMILY}/requirements-cpu.lock")}
+    assert out == [pins["torch"], pins["transformers"], "False"]
+
+
+def _requests(suite: Path, n: int, max_new_tokens: int = 16) -> list[dict]:
+    pngs = sorted((suite / "data/test").glob("*.png"))
+    return [{"sample_id": f"s{i:03d}", "image": f"/data/0/data/test/{pngs[i % len(pngs)].name}",
+             "prompt": "Point to the cell C3.", "task": "point", "max_new_tokens": max_new_tokens}
+            for i in range(n)]
+
+
+def _no_containers_left(client, job: Path) -> bool:
+    return client.containers.list(all=True, filters={"label": f"org.pointfail.job={job.resolve()}"}) == []
+
+
+def test_container_security_settings_and_responses(client, build, sheets_suite, tiny_weights, tmp_path):
+    built = build(TINY_FAMILY)
+    job = tmp_path / "job"
+    res = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=_requests(sheets_suite, 4),
+                       weights_dir=tiny_weights, data_dirs=[sheets_suite], batch_size=2, mem_limit="4g",
+                       wall_clock_s=600, gpu=False, progress=False, log=lambda s: None)
+    hc, cfg = res.settings["HostConfig"], res.settings["Config"]
+    assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] is True
+    assert hc["CapDrop"] == ["ALL"] and hc["SecurityOpt"] == ["no-new-privileges"]
+    assert hc["Memory"] == 4 * 1024**3 and "/tmp" in hc["Tmpfs"]
+    assert cfg["User"] == "10001:10001"
+    modes = {m["Destination"]: m["RW"] for m in res.settings["Mounts"]}
+    assert modes == {"/job": True, "/weights": False, "/data/0": False}
+    assert _no_containers_left(client, job)
+    lines = [json.loads(x) for x in (job / "responses.jsonl").read_text().splitlines()]
+    assert sorted(r["sample_id"] for r in lines) == ["s000", "s001", "s002", "s003"]
+    for r in lines:
+        assert r["error"] is None and isinstance(r["raw_text"], str)
+        assert len(r["model_input_size"]) == 2 and r["output_tokens"] >= 1
+    assert res.answered == 4 and res.skipped == 0
+
+
+def test_kill_mid_run_then_rerun_answers_each_sample_once(client, build, sheets_suite, tiny_weights, tmp_path):
+    built = build(TINY_FAMILY)
+    job, n = tmp_path / "job", 30
+    reqs = _requests(sheets_suite, n, max_new_tokens=48)
+
+    def kill_after_three(done, ctr):
+        if done >= 3:
+            ctr.kill()
+
+    with pytest.raises(cmod.ContainerFailed) as ei:
+        cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
+                     data_dirs=[sheets_suite], batch_size=1, gpu=False, progress=False, log=lambda s: None,
+                     on_progress=kill_after_three)
+    assert ei.value.exit_code == 137 and not ei.value.timed_out
+    first = cmod.answered_ids(job / "responses.jsonl")
+    assert 3 <= len(first) < n
+    assert _no_containers_left(client, job)
+    res = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
+                       data_dirs=[sheets_suite], batch_size=4, gpu=False, progress=False, log=lambda s: None)
+    assert res.skipped == len(first) and res.answered == n
+    ids = Counter(json.loads(x)["sample_id"] for x in (job / "responses.jsonl").read_text().splitlines() if x.strip())
+    assert set(ids) == {r["sample_id"] for r in reqs} and set(ids.values()) == {1}
+    again = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
+                         data_dirs=[sheets_suite], progress=False, log=lambda s: None)
+    assert again.exit_code == 0 and again.seconds == 0.0  # nothing left: no container started
+
+
+def test_wall_clock_limit_kills_and_removes(client, build, sheets_suite, tiny_weights, tmp_path):
+    built = build(TINY_FAMILY)
+    job = tmp_path / "job"
+    with pytest.raises(cmod.ContainerFailed) as ei:
+        cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=_requests(sheets_suite, 50, 64),
+                     weights_dir=tiny_weights, data_dirs=[sheets_suite], gpu=False, wall_clock_s=2,
+                     progress=False, log=lambda s: None)
+    assert ei.value.timed_out and "wall-clock limit of 2 s" in str(ei.value)
+    assert _no_containers_left(client, job)
+
+
+def test_failed_container_reports_its_last_log_lines(client, build, sheets_suite, tmp_path):
+    built = build("center")
+    job = tmp_path / "job"
+    with pytest.raises(cmod.ContainerFailed) as ei:
+        cmod.run_job(client, built.tag, family="no_such_family", job_dir=job, requests=_requests(sheets_suite, 2),
+                     data_dirs=[sheets_suite], gpu=False, progress=False, log=lambda s: None)
+    assert ei.value.exit_code == 2
+    assert any("no_such_family" in line for line in ei.value.log_tail)
+    assert "no_such_family" in (job / "container.log").read_text()
+
+
+def test_study_end_to_end_into_records(client, build, base_lock, sheets_suite, tiny_weights, tmp_path):
+    from pointfail.records import read_records
+    from pointfail_runner.study import run_study
+
+    for name in ("center", "ocr", TINY_FAMILY):
+        build(name)
+    st = tmp_path / "study.toml"
+    st.write_text(
+        '[study]\nname = "e2e"\n[[benchmarks]]\nname = "sheets"\nloader = "suite"\n'
+        f'data_dir = "{sheets_suite}"\n'
+        '[[models]]\nname = "center"\nfamily = "center"\nimage = "center"\n'
+        '[[models]]\nname = "ocr"\nfamily = "ocr"\nimage = "ocr"\n'
+        f'[[models]]\nname = "tiny-qwen"\nfamily = "{TINY_FAMILY}"\nimage = "{TINY_FAMILY}"\n'
+        f'checkpoint = "tiny-random"\nweights = "{tiny_weights}"\nmax_new_tokens = 12\n')
+    counts = run_study(st, repo=REPO, records_root=tmp_path / "records", work_root=tmp_path / "work",
+                       wheelhouse=WHEELHOUSE, variant="cpu", progress=False, client=client, base_lock=base_lock,
+                       log=lambda s: None)
+    assert counts == {"center": {"sheets": 6}, "ocr": {"sheets": 6}, "tiny-qwen": {"sheets": 6}}
+    center = read_records(tmp_path / "records/center/sheets.jsonl")
+    assert [r.parse.points[0] for r in center] == [[0.5, 0.5]] * 6  # the centre of every image
+    for model in ("center", "ocr", "tiny-qwen"):
+        recs = read_records(tmp_path / f"records/{model}/sheets.jsonl")
+        assert [r.sample_id for r in recs] == sorted(r.sample_id for r in recs)
+        assert all(r.outcome in ("hit", "miss", "no_prediction") for r in recs)
+        assert all(r.provenance.image_digest and r.provenance.image_digest.startswith("sha256:") for r in recs)
+    ocr_hits = sum(r.outcome == "hit" for r in read_records(tmp_path / "records/ocr/sheets.jsonl"))
+    assert ocr_hits >= 1  # the OCR baseline reads real rendered text
