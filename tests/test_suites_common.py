@@ -222,3 +222,29 @@ def test_png_crc_is_valid():
         (crc,) = struct.unpack(">I", png[i + 8 + length:i + 12 + length])
         assert zlib.crc32(body) == crc
         i += 12 + length
+
+
+def test_prefix_lengths_equal_getlength_exactly():
+    """The linear-time prefix widths equal FreeType's own (26.6 fixed point, so exactly)."""
+    from pointfail.suites import corpus
+
+    painter = TextPainter()
+    for name, size in (("dejavu-serif", 17), ("liberation-sans", 13), ("liberation-mono", 15)):
+        font = load_font(name, size)
+        for lang in corpus.LANGUAGES:
+            for s in corpus.SENTENCES[lang][:3]:
+                assert painter.prefix_lengths(name, size, s) == [font.getlength(s[:i]) for i in range(len(s) + 1)]
+                head, tail = s[:11], s[11:]
+                assert painter.extend_length(name, size, font.getlength(head), head, tail) == font.getlength(s)
+                assert painter.extend_length(name, size, 0.0, "", s) == font.getlength(s)
+
+
+def test_scene_graph_dump_is_canonical_json():
+    from pointfail.records import canonical_json
+
+    sg = common.scene_graph_json("0000.png", [Element("word:0.1", "word", [1, 2, 3, 4], "Grüße"),
+                                              Element("caret:0.0", "caret", [0, 2, 2, 4])])
+    assert common._dumps(sg) == canonical_json(sg)
+    assert [e["id"] for e in sg["elements"]] == ["caret:0.0", "word:0.1"]
+    with pytest.raises(ValueError):
+        common._dumps({"x": float("nan")})

@@ -241,6 +241,13 @@ def scene_graph_json(image_name: str, elements: list[Element]) -> dict[str, Any]
     }
 
 
+def _dumps(obj: Any) -> str:
+    """Byte-identical to :func:`pointfail.records.canonical_json` (same ``json.dumps`` settings; NaN
+    and infinity raise through ``allow_nan=False``) without its recursive pre-check, which costs more
+    than the encoding itself on scene graphs with thousands of integer boxes."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+
+
 def box_center(box: list[int]) -> list[int]:
     """Reference point of a box: integer centre ``[(x0 + x1) // 2, (y0 + y1) // 2]`` (PointerBench
     rows carry such a point beside the box, e.g. box [146, 324, 231, 330] -> point [188, 327])."""
@@ -386,7 +393,7 @@ def generate_suite(
             png = png_bytes(spec.scene.image)
             (test_dir / f"{stem}.png").write_bytes(png)
             files[f"data/test/{stem}.png"] = sha256_bytes(png)
-            sg = canonical_json(scene_graph_json(f"{stem}.png", spec.scene.elements)).encode("utf-8")
+            sg = _dumps(scene_graph_json(f"{stem}.png", spec.scene.elements)).encode("utf-8")
             (test_dir / "scene_graphs" / f"{stem}.json").write_bytes(sg)
             files[f"data/test/scene_graphs/{stem}.json"] = sha256_bytes(sg)
             rows.append(row)
@@ -596,8 +603,7 @@ class TextPainter:
             self._glyphs[key] = g
         return g
 
-    def length(self, font_name: str, size: int, s: str) -> float:
-        """Advance width of ``s`` in pixels (``FreeTypeFont.getlength``), cached."""
+    def _len(self, font_name: str, size: int, s: str) -> float:
         key = (font_name, size, s)
         v = self._lengths.get(key)
         if v is None:
@@ -605,9 +611,40 @@ class TextPainter:
             self._lengths[key] = v
         return v
 
+    def prefix_lengths(self, font_name: str, size: int, s: str) -> list[float]:
+        """``[getlength(s[:i]) for i in 0..len(s)]`` in linear time: ``L(i) = L(i-1) +
+        getlength(s[i-2:i]) - getlength(s[i-2])`` (the pair's advance minus the first glyph's is the
+        second glyph's advance plus the pair's kerning). FreeType works in 26.6 fixed point, so the
+        sums are exact; ``tests/test_suites_common.py`` checks equality with ``getlength``."""
+        out = [0.0]
+        for i in range(1, len(s) + 1):
+            if i == 1:
+                out.append(self._len(font_name, size, s[0]))
+            else:
+                out.append(out[-1] + self._len(font_name, size, s[i - 2:i]) - self._len(font_name, size, s[i - 2]))
+        return out
+
+    def extend_length(self, font_name: str, size: int, width: float, s: str, suffix: str) -> float:
+        """``getlength(s + suffix)`` given ``width == getlength(s)``, in time linear in ``suffix``
+        (same pair rule as :meth:`prefix_lengths`); for word wrapping."""
+        prev = s[-1] if s else None
+        for ch in suffix:
+            if prev is None:
+                width = self._len(font_name, size, ch)
+            else:
+                width += self._len(font_name, size, prev + ch) - self._len(font_name, size, prev)
+            prev = ch
+        return width
+
+    def length(self, font_name: str, size: int, s: str) -> float:
+        """Advance width of ``s`` in pixels, equal to ``FreeTypeFont.getlength(s)`` (Pillow BASIC
+        layout: advances plus kerning)."""
+        return self.prefix_lengths(font_name, size, s)[-1] if s else 0.0
+
     def pens(self, font_name: str, size: int, x: int, s: str) -> list[int]:
-        """Integer pen x of every caret position 0..len(s) of ``s`` drawn at ``x``."""
-        return [x + round(self.length(font_name, size, s[:i])) for i in range(len(s) + 1)]
+        """Integer pen x of every caret position 0..len(s) of ``s`` drawn at ``x``:
+        ``x + round(getlength(s[:i]))``."""
+        return [x + round(v) for v in self.prefix_lengths(font_name, size, s)]
 
     def draw(self, image, x: int, baseline: int, s: str, font_name: str, size: int, color) -> list[DrawnChar]:
         """Draw ``s`` with its pen starting at ``(x, baseline)`` in ``color`` (RGB tuple); returns one

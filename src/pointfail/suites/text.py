@@ -277,15 +277,17 @@ class _Doc:
         for p, para in enumerate(self.paragraphs()):
             # wrap
             lines: list[str] = []
-            cur = ""
+            cur, cur_w = "", 0.0
             for tok in para.split():
-                cand = tok if not cur else f"{cur} {tok}"
+                suffix = tok if not cur else f" {tok}"
+                cand_w = self.painter.extend_length(self.font, self.size, cur_w, cur, suffix)
                 avail = width - (indent if not lines else 0)
-                if self.painter.length(self.font, self.size, cand) <= avail or not cur:
-                    cur = cand
+                if cand_w <= avail or not cur:
+                    cur, cur_w = cur + suffix, cand_w
                 else:
                     lines.append(cur)
                     cur = tok
+                    cur_w = self.painter.length(self.font, self.size, tok)
             if cur:
                 lines.append(cur)
             if y + (len(lines) - 1) * line_h + asc_b > y1:
