@@ -153,8 +153,8 @@ def render_miss(
         raise ValueError(f"point must be finite, got {point_norm!r}")
     with Image.open(image_path) as im:
         im.load()
-        rgb = im.convert("RGB")
-    w, h = rgb.size
+        pixels = np.array(im if im.mode == "RGB" else im.convert("RGB"), dtype=np.uint8)
+    h, w = pixels.shape[:2]
     if isinstance(target, Target):
         raster = target_raster(target, (w, h), base_dir)
     elif hasattr(target, "kind") and hasattr(target, "image_size"):  # a geometry.TargetRegion
@@ -163,12 +163,16 @@ def render_miss(
         raster = np.asarray(target, dtype=bool)
         if raster.shape != (h, w):
             raise ValueError(f"target raster is {raster.shape[1]}x{raster.shape[0]}, image is {w}x{h}")
-    pixels = np.array(rgb, dtype=np.uint8)
-    if raster.any():
+    rows = np.flatnonzero(raster.any(axis=1))
+    if rows.size:  # tint inside the raster's bounding box only (same result, less work)
+        cols = np.flatnonzero(raster.any(axis=0))
+        r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+        sub = raster[r0:r1, c0:c1]
+        patch = pixels[r0:r1, c0:c1]
         green = np.array(GREEN, dtype=np.uint16)
-        sel = pixels[raster].astype(np.uint16)
+        sel = patch[sub].astype(np.uint16)
         blended = (sel * (TINT_ALPHA_DEN - TINT_ALPHA_NUM) + green * TINT_ALPHA_NUM + TINT_ALPHA_DEN // 2) // TINT_ALPHA_DEN
-        pixels[raster] = blended.astype(np.uint8)
+        patch[sub] = blended.astype(np.uint8)
     out = Image.fromarray(pixels)
     r = marker_radius((w, h))
     cx = min(max(x * w, 0.0), float(w))
