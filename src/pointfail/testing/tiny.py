@@ -19,7 +19,9 @@ family's turn format, not copies of the released templates.
 Architectures (transformers 5.x native classes): Qwen2.5-VL (``Qwen2_5_VLForConditionalGeneration``),
 Qwen3-VL (``Qwen3VLForConditionalGeneration``), InternVL3 hf-format (``InternVLForConditionalGeneration``),
 Molmo2 (``Molmo2ForConditionalGeneration``). Molmo v1 has no native class (remote code only), so it
-has no tiny builder.
+has no tiny builder. Molmo2's image processor exists only as a torchvision processor in transformers
+5.x, so :func:`build_molmo2` needs torchvision (the other builders run without it, through the
+image-only processors of :func:`pointfail.backends.hf.processor_class`).
 
 Weights are random (seeded): the generated text is gibberish, which is what the worker's tests need
 (real generation, token counting, model-input size), not what a scorer would count as an answer.
