@@ -65,6 +65,10 @@ def test_never_raises_and_verdict_is_known(text):
         ("not hallucinated", (None, "rejected_negated")),
         ("This isn’t a wrong instance", (None, "rejected_negated")),  # typographic apostrophe
         ("non-hallucinated", (None, "rejected_negated")),
+        ("It doesn't look off by pixels", (None, "rejected_negated")),
+        ("I can't call it wrong_category", (None, "rejected_negated")),
+        ("It cannot be hallucinated", (None, "rejected_negated")),
+        ("The model did not miss by much: off_by_pixels", ("off_by_pixels", "accepted")),
         ("hallucination", (None, "rejected_no_label")),  # not the label name
         ("wrong_instances", (None, "rejected_no_label")),  # glued to a letter
         ("I cannot tell.", (None, "rejected_no_label")),

@@ -235,3 +235,21 @@ def test_missing_image_is_pending_and_stage_goes_on(tmp_path):
     assert r["miss-001"].judge.status == "pending" and "not found" in r["miss-001"].judge.detail
     assert r["miss-000"].judge.label == "wrong_instance" and r["miss-002"].judge.label == "wrong_instance"
     assert rep.status == Counter({"labeled": 2, "pending": 1})
+
+
+def test_several_records_files_judged_concurrently(tmp_path):
+    import shutil
+
+    study = make_study(tmp_path, n_misses=4)
+    shutil.copytree(study / "m", study / "m2")
+    (study / "tables").mkdir()
+    shutil.copy(study / "m" / "suite.jsonl", study / "tables" / "not-records.jsonl")  # skipped
+    with FakeOllama(default=Action(reply="wrong_category", delay=0.1)) as srv:
+        rep = judge_study(study, ollama(srv, concurrency=8))
+        n = len(srv.chats)
+        peak = srv.max_in_flight
+    assert rep.files == 2 and rep.misses == 8 and n == 8 and peak > 4  # both files' misses overlap
+    for sub in ("m", "m2"):
+        r = {x.sample_id: x for x in read_records(study / sub / "suite.jsonl")}
+        assert all(r[f"miss-{k:03d}"].judge.label == "wrong_category" for k in range(4))
+    assert all(x.judge is None for x in read_records(study / "tables" / "not-records.jsonl"))

@@ -17,7 +17,8 @@ The reading rule (:func:`read_label`), in order:
 3. ``rejected_no_label``: no label name occurs.
 4. ``rejected_two_labels``: two or more *different* label names occur (repeating the same one is fine).
 5. ``rejected_negated``: an occurrence of the one label is negated: a negation word (``not``, ``no``,
-   ``never``, ``isn't``, ``aren't``, ``wasn't``, ``neither``, ``nor``, ``without``, ``non``) comes before
+   ``never``, ``none``, ``neither``, ``nor``, ``without``, ``non``, ``cannot`` and the ``n't`` forms
+   ``isn't``, ``doesn't``, ``can't``, ``won't``, ...; apostrophe optional) comes before
    it with at most two words between, inside the same clause (clauses end at ``. , ; : ! ? \\n``).
    ``not hallucinated`` and ``It is not a wrong instance`` are negated; ``Not sure, but
    hallucinated`` is not (the comma ends the clause).
@@ -115,7 +116,8 @@ _LABEL_PATTERNS: dict[str, re.Pattern[str]] = {
     for label in FAILURE_MODES
 }
 _NEGATION = re.compile(
-    r"(?<![a-z0-9])(?:not|no|never|isn'?t|aren'?t|wasn'?t|neither|nor|without|non)"
+    r"(?<![a-z0-9])(?:not|no|never|none|neither|nor|without|non|cannot"
+    r"|(?:is|are|was|were|do|does|did|has|have|had|could|would|should|ca|wo)n'?t)"
     r"(?:[^a-z0-9]+[a-z0-9']+){0,2}[^a-z0-9]*$"
 )
 _CLAUSE_END = re.compile(r"[.,;:!?\n]")
