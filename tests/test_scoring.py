@@ -386,3 +386,38 @@ def test_cli_entry_point_in_subprocess():
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["outcome"] == "miss" and d["distance_px"] == 1.0  # (20, 21) is 1 px below y = 20
+
+
+# --------------------------------------------------------------------------- real PointerBench rows
+
+
+def test_real_pointerbench_rows_reference_answers_and_edges(pointerbench_dir):
+    """All 1,500 real rows: the publishers' reference point (point rows) and box (bbox rows) are hits;
+    for point rows the four box corners are hits (inclusive edges) and one pixel beyond the right
+    edge is a miss, at 1024 x 768 (x / 1024 and y / 768 normalized)."""
+    rows = []
+    for f in sorted(pointerbench_dir.glob("pointerbench-*/data/test/metadata.jsonl")):
+        rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) == 1500
+    size = (1024, 768)
+    counts = {"point": 0, "bbox": 0}
+    for row in rows:
+        x0, y0, x1, y1 = row["bbox"]
+        region = TargetRegion.from_target(Target(kind="boxes", boxes=[row["bbox"]], eval=row["eval"]), size)
+
+        def norm(x, y):
+            return (x / 1024, y / 768)
+
+        counts[row["answer_type"]] += 1
+        if row["answer_type"] == "point":
+            px, py = row["point"]
+            assert score_parse(parse([norm(px, py)]), region, "point", size)[0] == "hit", row["id"]
+            for cx, cy in ((x0, y0), (x1, y0), (x0, y1), (x1, y1)):
+                assert score_parse(parse([norm(cx, cy)]), region, "point", size)[0] == "hit", row["id"]
+            out, geo = score_parse(parse([norm(x1 + 1, y0)]), region, "point", size)
+            assert out == "miss" and geo.distance_px == 1.0, row["id"]
+        else:
+            b = [x0 / 1024, y0 / 768, x1 / 1024, y1 / 768]
+            out, geo = score_parse(parse(boxes=[b]), region, "box", size)
+            assert out == "hit" and geo.box.coverage == 1.0 and geo.box.precision == 1.0, row["id"]
+    assert counts == {"point": 1366, "bbox": 134}
