@@ -253,3 +253,23 @@ def test_several_records_files_judged_concurrently(tmp_path):
         r = {x.sample_id: x for x in read_records(study / sub / "suite.jsonl")}
         assert all(r[f"miss-{k:03d}"].judge.label == "wrong_category" for k in range(4))
     assert all(x.judge is None for x in read_records(study / "tables" / "not-records.jsonl"))
+
+
+def test_journal_of_another_judge_is_applied_not_dropped(tmp_path):
+    from pointfail.judge.oracle import oracle_judgment
+    from pointfail.records import append_jsonl
+
+    study = make_study(tmp_path, n_misses=2)
+    path = study / "m" / "suite.jsonl"
+    journal = path.with_name(path.name + JOURNAL_SUFFIX)
+    # an interrupted oracle run left one verdict in its journal
+    graph = json.loads((tmp_path / "data" / "test" / "scene_graphs" / "0000.json").read_text())
+    j = oracle_judgment(graph, "button:a", (54, 20), 8.0)
+    append_jsonl(journal, {"sample_id": "miss-000", "role": "primary", "judgment": j.model_dump(mode="json")})
+    with FakeOllama(default="hallucinated") as srv:
+        rep = judge_study(study, ollama(srv), role="other")
+    assert rep.resumed == 1 and not journal.exists()
+    r = recs(study)
+    assert r["miss-000"].judge == j
+    assert r["miss-001"].judge is None
+    assert [o.label for o in r["miss-000"].other_judgments] == ["hallucinated"]

@@ -8,7 +8,8 @@ What :func:`judge_study` does, per records file ``records/<study>/<model>/<bench
 ``*.jsonl`` below the records directory except under ``tables/`` and hidden directories):
 
 1. Reads and validates the file (``records.read_records``; a bad line is an error naming file and line).
-2. If a journal ``<file>.judging`` exists (left by an interrupted run), applies its verdicts first.
+2. If a journal ``<file>.judging`` exists (left by an interrupted run), applies its verdicts first
+   (each to the slot it was written for, whatever judge wrote it).
 3. Selects the misses without a verdict from this judge in this role: ``role="primary"`` fills
    ``Record.judge`` when it is ``None``, ``pending`` or ``judge_unavailable``; ``role="other"`` fills the
    entry of ``Record.other_judgments`` with this judge's name when it is missing, ``pending`` or
@@ -269,12 +270,11 @@ def _load_file(path: Path, judge_name: str, role: str, report: StageReport) -> _
         by_id = {r.sample_id: r for r in records}
         for _, entry in iter_jsonl(state.journal):
             rec = by_id.get(entry.get("sample_id"))
-            if rec is None or entry.get("role") != role:
+            if rec is None or entry.get("role") not in ("primary", "other"):
                 continue
-            j = Judgment.model_validate(entry["judgment"])
-            if j.judge != judge_name:
-                continue
-            apply_judgment(rec, j, role)
+            # every journaled verdict goes to its own slot, whichever judge and role this run has,
+            # since the journal is deleted once the file is rewritten
+            apply_judgment(rec, Judgment.model_validate(entry["judgment"]), entry["role"])
             report.resumed += 1
     return state
 
