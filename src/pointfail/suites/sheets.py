@@ -222,6 +222,7 @@ class _Sheet:
         self.elements: list[Element] = []
         self.values: dict[tuple[int, int], str] = {}  # (col, row) -> displayed text
         self.fills: dict[tuple[int, int], str] = {}  # (col, row) -> colour name
+        self.tab_strip = None  # (y, image) of the sheet-tab bar, restored after the cells are drawn
 
     # ------------------------------------------------------------------ text helpers
     def text(self, x: int, baseline: int, s: str, color, bold: bool = False, size: int | None = None) -> list[int] | None:
@@ -313,6 +314,7 @@ class _Sheet:
                             outline=(190, 190, 190))
             self.text(x + 12, H - 3 - (tab_h - 4 - 12) // 2 - 2, label, (40, 40, 40), size=12)
             x += w + 4
+        self.tab_strip = (bottom, self.image.crop((0, bottom, W, H)))
         return y, bottom
 
     # ------------------------------------------------------------------ grid
@@ -445,19 +447,21 @@ class _Sheet:
                     avail = g.xr[c] - x0 - 8
                     while v and self.width(v, bold) > avail:
                         v = v[:-1].rstrip()
-                    if v and g.full_cell(c, r):
+                    if v:  # partly visible cells show their text cut off at the view's edge, like a real sheet
                         tw = self.width(v, bold)
                         tx = x0 + 4 if not right_aligned else g.xr[c] - 4 - tw
                         base = y0 + (g.yb[r] - y0 + 9) // 2 + 1
                         self.text(tx, base, v, st.text, bold=bold)
                         shown = v
-                self.values[(c, r)] = shown  # what is really displayed (None when empty/clipped)
+                self.values[(c, r)] = shown  # what is displayed (possibly cut off at the view's edge)
                 self.elements.append(Element(f"cell:{ref}", "cell", [x0, y0, x1, y1], shown))
                 if g.full_cell(c, r):
                     self.elements.append(Element(f"vedge:{ref}", "cell_edge", [g.xr[c] - 3, y0, g.xr[c] + 3, g.yb[r]]))
                     self.elements.append(Element(f"hedge:{ref}", "cell_edge", [x0, g.yb[r] - 3, g.xr[c], g.yb[r] + 3]))
                     self.elements.append(Element(f"corner:{ref}", "cell_corner",
                                                  [g.xr[c] - 3, g.yb[r] - 3, g.xr[c] + 3, g.yb[r] + 3]))
+        if self.tab_strip is not None:  # text of the last, partly visible row must not run into the tabs
+            self.image.paste(self.tab_strip[1], (0, self.tab_strip[0]))
         # grid nodes on the header border (top-left corners of the first visible row/column)
         c_prev, r_prev = g.c0 - 1, g.r0 - 1
         for c in g.cols:
