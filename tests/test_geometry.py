@@ -407,3 +407,13 @@ def test_image_size_reads_header_and_rejects_garbage(tmp_path):
     bad.write_bytes(b"\x89PNG garbage")
     with pytest.raises(g.ImageError, match="x.png"):
         g.image_size(bad)
+
+
+def test_cache_is_bounded_by_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(g, "_CACHE_MAX_BYTES", 2 * 20 * 16)  # room for two 20x16 masks
+    for i in range(4):
+        m = expected_square()
+        m[0, i] = True  # distinct content, distinct sha256
+        load_mask(_write(Image.fromarray(m), tmp_path / f"m{i}.png"))
+    info = g.mask_cache_info()
+    assert info["size"] == 2 and info["bytes"] == 2 * 320 and info["misses"] == 4

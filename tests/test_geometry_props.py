@@ -196,3 +196,51 @@ def test_mask_of_a_box_scores_like_the_box(tbox, pred):
     assert math.isclose(s.coverage, exact[1], abs_tol=1e-9)
     assert math.isclose(s.precision, exact[2], abs_tol=1e-9)
     assert math.isclose(s.iou, exact[0], abs_tol=1e-9)
+
+
+def _encode(mask: np.ndarray, encoding: str):
+    from PIL import Image
+
+    u8 = mask.astype(np.uint8)
+    if encoding == "1":
+        return Image.fromarray(mask), "png"
+    if encoding == "L255":
+        return Image.fromarray(u8 * 255, mode="L"), "png"
+    if encoding == "L01":
+        return Image.fromarray(u8, mode="L"), "png"
+    if encoding == "P":
+        im = Image.fromarray(u8, mode="P")
+        im.putpalette([0, 0, 0, 255, 255, 255])
+        return im, "png"
+    if encoding == "RGB_green":
+        rgb = np.zeros(mask.shape + (3,), np.uint8)
+        rgb[mask] = (0, 200, 0)
+        return Image.fromarray(rgb), "png"
+    if encoding == "RGBA_alpha":
+        rgba = np.zeros(mask.shape + (4,), np.uint8)
+        rgba[..., :3] = 255  # white everywhere: only alpha marks the target
+        rgba[mask, 3] = 255  # (all in: constant alpha, read by its white colour; all out: transparent)
+        return Image.fromarray(rgba), "png"
+    if encoding == "LA":
+        return Image.fromarray(u8 * 255, mode="L").convert("LA"), "png"
+    if encoding == "I16":
+        return Image.fromarray(mask.astype(np.uint16) * 65535), "png"
+    raise AssertionError(encoding)
+
+
+ENCODINGS = ["1", "L255", "L01", "P", "RGB_green", "RGBA_alpha", "LA", "I16"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arrays(np.bool_, st.tuples(st.integers(1, 12), st.integers(1, 12))), st.sampled_from(ENCODINGS))
+def test_every_lossless_encoding_round_trips(mask, encoding):
+    import tempfile
+    from pathlib import Path
+
+    from pointfail.geometry import load_mask
+
+    im, ext = _encode(mask, encoding)
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / f"m.{ext}"
+        im.save(p)
+        np.testing.assert_array_equal(load_mask(p), mask)

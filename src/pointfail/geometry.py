@@ -178,8 +178,10 @@ def binarize_mask_image(img: Any) -> np.ndarray:
     * ``RGB``: per pixel the largest of the three channels, then the ``L`` rule (so a pure red
       region on black, ``(255, 0, 0)``, is in the mask; its luminance, 76, would not be).
     * ``RGBA`` / ``LA``: if the alpha channel varies, it is the mask (an overlay on transparency):
-      in where alpha ``> 127`` (0/1-coded alpha: alpha 1). If alpha is constant it carries no
-      information and the colour channels decide, by the ``RGB`` / ``L`` rule.
+      in where alpha ``> 127`` (0/1-coded alpha: alpha 1). A fully transparent image (alpha 0
+      everywhere) is an empty mask. Any other constant alpha carries no information and the colour
+      channels decide, by the ``RGB`` / ``L`` rule (so an alpha-coded mask that is all in or all
+      out cannot be told from a colour-coded one: it is read by its colour).
     * ``P`` / ``PA`` (palette): expanded through the palette (and its transparency) to ``RGBA``,
       then the ``RGBA`` rule. The palette index itself is not used, so the order of the palette
       does not matter.
@@ -216,6 +218,8 @@ def binarize_mask_image(img: Any) -> np.ndarray:
         alpha = a[..., -1]
         if alpha.size and alpha.min() != alpha.max():
             return _zero_one_or_threshold(alpha, 127)
+        if alpha.size and int(alpha.max()) == 0:
+            return np.zeros(alpha.shape, dtype=bool)  # fully transparent: nothing drawn
         colour = a[..., :-1].max(axis=2)
         return _zero_one_or_threshold(colour, 127)
     raise MaskError(
@@ -282,6 +286,9 @@ class _MaskInfo:
 
 
 _CACHE_MAX = 256
+"""Most decoded masks kept (least recently used evicted first)."""
+_CACHE_MAX_BYTES = 512 * 1024 * 1024
+"""Most bytes of decoded masks kept (one byte per pixel), so large masks cannot exhaust memory."""
 _cache: "OrderedDict[tuple, _MaskInfo]" = OrderedDict()
 _cache_lock = threading.Lock()
 _cache_stats = {"hits": 0, "misses": 0}
@@ -296,9 +303,10 @@ def mask_cache_clear() -> None:
 
 
 def mask_cache_info() -> dict[str, int]:
-    """``{"hits", "misses", "size", "max_size"}`` of the decoded-mask cache."""
+    """``{"hits", "misses", "size", "max_size", "bytes", "max_bytes"}`` of the decoded-mask cache."""
     with _cache_lock:
-        return {**_cache_stats, "size": len(_cache), "max_size": _CACHE_MAX}
+        nbytes = sum(i.mask.nbytes for i in _cache.values())
+        return {**_cache_stats, "size": len(_cache), "max_size": _CACHE_MAX, "bytes": nbytes, "max_bytes": _CACHE_MAX_BYTES}
 
 
 def _cache_get(key: tuple) -> Optional[_MaskInfo]:
@@ -315,8 +323,10 @@ def _cache_put(key: tuple, info: _MaskInfo) -> None:
         _cache_stats["misses"] += 1
         _cache[key] = info
         _cache.move_to_end(key)
-        while len(_cache) > _CACHE_MAX:
-            _cache.popitem(last=False)
+        total = sum(i.mask.nbytes for i in _cache.values())
+        while len(_cache) > 1 and (len(_cache) > _CACHE_MAX or total > _CACHE_MAX_BYTES):
+            _, old = _cache.popitem(last=False)
+            total -= old.mask.nbytes
 
 
 def _same_aspect(a: tuple[int, int], b: tuple[int, int]) -> bool:
