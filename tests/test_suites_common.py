@@ -248,3 +248,25 @@ def test_scene_graph_dump_is_canonical_json():
     assert [e["id"] for e in sg["elements"]] == ["caret:0.0", "word:0.1"]
     with pytest.raises(ValueError):
         common._dumps({"x": float("nan")})
+
+
+@pytest.mark.slow
+def test_suites_are_byte_identical_across_processes_and_hash_seeds(tmp_path):
+    """Generation in separate interpreters with different PYTHONHASHSEED gives the same file hashes
+    (no dependence on set/dict iteration order or process state)."""
+    code = (
+        "import json, sys\n"
+        "from pointfail.suites import sheets, text\n"
+        "out = sys.argv[1]\n"
+        "a = sheets.generate(out + '/s', n=2, seed=13)['files']\n"
+        "b = text.generate(out + '/t', n=2, seed=13)['files']\n"
+        "print(json.dumps([a, b], sort_keys=True))\n"
+    )
+    outs = []
+    for hs in ("1", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=hs)
+        res = subprocess.run([sys.executable, "-c", code, str(tmp_path / hs)], env=env, capture_output=True,
+                             text=True, check=True)
+        outs.append(json.loads(res.stdout))
+    assert outs[0] == outs[1]
+    assert len(outs[0][0]) == 5 and len(outs[0][1]) == 5  # 2 PNGs + 2 scene graphs + metadata, each
