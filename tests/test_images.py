@@ -64,9 +64,23 @@ def build(client, base_lock):
 
 
 def _run(client, image: str, argv: list[str], entrypoint=None) -> str:
-    out = client.containers.run(image, argv, entrypoint=entrypoint, network_mode="none", remove=True,
-                                stdout=True, stderr=True)
-    return out.decode()
+    """Run a short command in ``image`` (no network) and return its output. Output that does not end
+    in a newline can reach the engine's log a moment after the exit, so logs are read until stable."""
+    import time
+
+    c = client.containers.create(image, argv, entrypoint=entrypoint, network_mode="none")
+    try:
+        c.start()
+        assert c.wait(timeout=300)["StatusCode"] == 0, c.logs().decode()
+        out = c.logs(stdout=True, stderr=True)
+        for _ in range(20):
+            if out.endswith(b"\n"):
+                break
+            time.sleep(0.1)
+            out = c.logs(stdout=True, stderr=True)
+        return out.decode()
+    finally:
+        c.remove(force=True)
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +106,7 @@ def test_base_from_debian_packages(client, base_lock):
     py = "import sys, pwd, ensurepip; print(sys.version_info[:2], pwd.getpwnam('pointfail').pw_uid)"
     assert _run(client, lock["image_id"], ["/usr/bin/python3", "-c", py]).strip() == "(3, 11) 10001"
     # The Debian version dpkg reports inside the image is the one the lock recorded.
-    v = _run(client, lock["image_id"], ["dpkg-query", "-W", "--showformat=${Version}", "python3"]).strip()
+    v = _run(client, lock["image_id"], ["dpkg-query", "-W", "--showformat=${Version}\\n", "python3"]).strip()
     assert v == lock["packages"]["python3"]
     assert read_apt_mirror() not in base_lock.read_text()  # the mirror's host name is never recorded
 
@@ -101,7 +115,13 @@ def _labels_ok(client, built: imod.BuiltImage, lockfile: Path):
     attrs = client.images.get(built.tag).attrs
     labels = attrs["Config"]["Labels"]
     assert labels["org.pointfail.lock-sha256"] == locks.file_sha256(lockfile)
-    assert labels["org.pointfail.source-sha256"] == imod.source_sha256(REPO)
+    # The tag's content key is made of the Dockerfile, the lock, the source hash in the label and the
+    # base id: the label names the source the image was really built from.
+    base_id = labels["org.pointfail.base-id"]
+    assert base_id.startswith("sha256:") and client.images.get(base_id).id == base_id
+    key = imod.build_key(REPO / "images" / built.name / "Dockerfile", lockfile,
+                         labels["org.pointfail.source-sha256"], base_id)
+    assert built.tag.endswith(key[:12])
     assert len(labels["org.opencontainers.image.revision"].split("-")[0]) == 40
     assert attrs["Config"]["User"] == "10001:10001"
     assert isinstance(attrs["Config"]["Entrypoint"], list)  # exec form
