@@ -1,6 +1,6 @@
 """Benchmark: judge-stage wall time at concurrency c against sequential (concurrency 1).
 
-The fake Ollama server from ``tests/ollama_fake.py`` answers at most ``c`` chat requests in parallel,
+The fake Ollama server from ``tests/ollama_fake.py`` (run in its own process) answers at most ``c`` chat requests in parallel,
 each after a fixed latency, so the ideal speedup at concurrency ``c`` is ``c``; the target is
 ``speedup >= 0.85 * c``. Each run judges the same ``N`` misses (1024x768 images, box targets, so the
 per-miss rendering cost is real) from a fresh copy of the records, with the whole stage timed: reading
@@ -66,9 +66,10 @@ def make_study(root: Path, n: int, size: tuple[int, int]) -> Path:
 
 
 def run_once(pristine: Path, work: Path, concurrency: int, server_parallel: int, latency: float) -> float:
-    """Copy the study, judge it at ``concurrency`` against a fake server answering ``server_parallel``
-    requests at once after ``latency`` seconds; return the stage's wall time in seconds."""
-    from ollama_fake import FakeOllama
+    """Copy the study, judge it at ``concurrency`` against a fake server (its own process, as a real
+    Ollama server is) answering ``server_parallel`` requests at once after ``latency`` seconds; return
+    the stage's wall time in seconds."""
+    import subprocess
 
     from pointfail.judge.client import OllamaJudge
     from pointfail.judge.stage import judge_study
@@ -76,11 +77,20 @@ def run_once(pristine: Path, work: Path, concurrency: int, server_parallel: int,
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(pristine, work)
-    with FakeOllama(default="hallucinated", latency=latency, max_parallel=server_parallel) as srv:
-        judge = OllamaJudge(host=srv.url, concurrency=concurrency, timeout_s=60)
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "ollama_fake.py"), "--latency", str(latency),
+         "--max-parallel", str(server_parallel)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        url = server.stdout.readline().strip()
+        judge = OllamaJudge(host=url, concurrency=concurrency, timeout_s=60)
         t0 = time.perf_counter()
         rep = judge_study(work, judge)
         dt = time.perf_counter() - t0
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
     if rep.status.get("labeled") != rep.misses:
         raise SystemExit(f"bench run did not label every miss: {rep.to_dict()}")
     return dt

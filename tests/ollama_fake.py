@@ -280,3 +280,27 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.in_flight -= 1
             if slots is not None:
                 slots.release()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Serve a fake judge from the command line (for benchmarks and manual tries): prints its URL on
+    the first line of stdout, answers every chat with ``--reply`` after ``--latency`` seconds, at most
+    ``--max-parallel`` at once, until killed or until stdin closes."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(description="fake Ollama judge server on loopback")
+    ap.add_argument("--reply", default="hallucinated")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--max-parallel", type=int, default=None)
+    ap.add_argument("--model", default="gemma4:31b")
+    args = ap.parse_args(argv)
+    with FakeOllama(default=args.reply, latency=args.latency, max_parallel=args.max_parallel, model=args.model) as srv:
+        print(srv.url, flush=True)
+        sys.stdin.read()  # returns when the parent closes our stdin
+        print(f"chats={len(srv.chats)} max_in_flight={srv.max_in_flight}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
