@@ -270,3 +270,23 @@ def test_suites_are_byte_identical_across_processes_and_hash_seeds(tmp_path):
         outs.append(json.loads(res.stdout))
     assert outs[0] == outs[1]
     assert len(outs[0][0]) == 5 and len(outs[0][1]) == 5  # 2 PNGs + 2 scene graphs + metadata, each
+
+
+def test_category_schedule_quotas(pointerbench_dir):
+    # 6 * 3/4 = 4.5 and 6 * 1/4 = 1.5: floors 4 + 1, the one left goes to "a" (equal remainders, by name)
+    sched = common.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
+    assert sorted(sched) == ["a"] * 5 + ["b"]
+    assert sched == common.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
+    assert common.category_schedule({"a": 1}, 0, "s", 1) == []
+    # the sheets weights are PointerBench-Sheets' real category counts (they sum to 500), so a
+    # 500-sample schedule reproduces them exactly
+    import collections
+    import json
+
+    from pointfail.suites import sheets
+
+    weights = {c: w for c, (_, w) in sheets.CATEGORY_WEIGHTS.items()}
+    real = collections.Counter(
+        json.loads(line)["category"]
+        for line in (pointerbench_dir / "pointerbench-sheets/data/test/metadata.jsonl").read_text().splitlines())
+    assert dict(collections.Counter(common.category_schedule(weights, 500, "sheets", 3))) == dict(real)

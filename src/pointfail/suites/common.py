@@ -190,6 +190,29 @@ def sample_rng(suite: str, seed: int, index: int, attempt: int = 0) -> random.Ra
     return random.Random(f"{suite}:{seed}:{index}:{attempt}")
 
 
+def category_schedule(weights: dict[str, int], n: int, suite: str, seed: int) -> list[str]:
+    """The category of each of ``n`` samples: quotas proportional to ``weights`` by the largest-
+    remainder method (ties broken by category name), shuffled with ``random.Random(f"{suite}:{seed}:
+    schedule")``. Fixing the category per index (rather than drawing it per attempt) keeps the
+    suite's mix at the weights even though some categories need more layout attempts than others.
+
+    Example: weights {"a": 3, "b": 1}, n = 6 -> quotas 4.5 and 1.5 -> floors 4 and 1, one left over,
+    equal remainders, so "a" (first by name) gets it: 5 x "a", 1 x "b".
+    """
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError("weights must have a positive sum")
+    names = sorted(weights)
+    exact = {c: n * weights[c] / total for c in names}
+    quota = {c: int(exact[c]) for c in names}
+    left = n - sum(quota.values())
+    for c in sorted(names, key=lambda c: (-(exact[c] - quota[c]), c))[:left]:
+        quota[c] += 1
+    out = [c for c in names for _ in range(quota[c])]
+    random.Random(f"{suite}:{seed}:schedule").shuffle(out)
+    return out
+
+
 # -------------------------------------------------------------------------------------- scene graph
 
 

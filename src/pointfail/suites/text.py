@@ -47,6 +47,7 @@ from pointfail.suites.common import (
     Scene,
     SuiteError,
     TextPainter,
+    category_schedule,
     generate_suite,
     load_font,
     require_unique,
@@ -538,11 +539,13 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
 
 def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
     """Write an ``n``-sample text suite with ``seed`` into ``out_dir``; returns the manifest.
-    See :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
+    Categories follow :data:`CATEGORY_WEIGHTS` exactly (``category_schedule``); see
+    :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
     painter = TextPainter()
+    schedule = category_schedule({c: w for c, (_, w) in CATEGORY_WEIGHTS.items()}, n, SUITE, seed)
     return generate_suite(
         suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
-        make_sample=lambda rng, i: make_sample(rng, i, painter), font_names=FONTS_USED,
+        make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i]), font_names=FONTS_USED,
         generator_version=GENERATOR_VERSION,
     )
 
