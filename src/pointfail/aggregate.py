@@ -43,7 +43,9 @@ order of lines in a records file.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -214,6 +216,20 @@ def is_study_dir(path: str | Path) -> bool:
     return p.is_dir() and ((p / "study.toml").is_file() or bool(records_files(p)))
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while tens of thousands of records and rows are built:
+    they hold no reference cycles, and with the collector on, the repeated full collections over
+    a growing heap cost more than reading the records (measured in ``bench/aggregate.py``)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def load_study(study_dir: str | Path) -> Study:
     """Read and validate every records file of a study.
 
@@ -237,6 +253,13 @@ def load_study(study_dir: str | Path) -> Study:
             config = dict(tomllib.load(f).get("aggregate", {}))
     rows: list[Row] = []
     seen: dict[tuple[str, str, str], str] = {}
+    with _gc_paused():
+        _read_rows(files, rows, seen)
+    rows.sort(key=lambda r: (r.model, r.benchmark, r.sample_id))
+    return Study(name=d.resolve().name, path=d, files=files, rows=rows, config=config)
+
+
+def _read_rows(files: list[Path], rows: list[Row], seen: dict[tuple[str, str, str], str]) -> None:
     for p in files:
         for rec in read_records(p):
             row = row_from_record(rec)
@@ -250,8 +273,6 @@ def load_study(study_dir: str | Path) -> Study:
                 )
             seen[key] = str(p)
             rows.append(row)
-    rows.sort(key=lambda r: (r.model, r.benchmark, r.sample_id))
-    return Study(name=d.resolve().name, path=d, files=files, rows=rows, config=config)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -817,10 +838,11 @@ TABLE_BUILDERS = (
 
 def build_tables(study: Study) -> dict[str, bytes]:
     """Every table file's name and bytes, ``SHA256SUMS`` included."""
-    comp = compute(study)
-    files: dict[str, bytes] = {}
-    for f in TABLE_BUILDERS:
-        files.update(f(study, comp))
+    with _gc_paused():
+        comp = compute(study)
+        files: dict[str, bytes] = {}
+        for f in TABLE_BUILDERS:
+            files.update(f(study, comp))
     files["SHA256SUMS"] = sha256sums(files)
     return files
 

@@ -370,6 +370,9 @@ def mcnemar(a_hits: Sequence[bool], b_hits: Sequence[bool]) -> dict[str, Any]:
         p = Fraction(1)
     else:
         k = min(a_only, b_only)
-        tail = sum(math.comb(d, i) for i in range(k + 1))
+        tail = term = 1  # C(d, 0); then C(d, i + 1) = C(d, i) * (d - i) / (i + 1), exact in integers
+        for i in range(k):
+            term = term * (d - i) // (i + 1)
+            tail += term
         p = min(Fraction(1), Fraction(2 * tail, 2**d))
     return {"n": len(a_hits), "both": both, "a_only": a_only, "b_only": b_only, "neither": neither, "p_value": p}
