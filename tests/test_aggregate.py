@@ -339,3 +339,19 @@ def test_cli_aggregate_out_and_schema_error(toy: Path, tmp_path: Path, capsys: p
     assert main(["aggregate", str(toy)]) == 1
     err = capsys.readouterr().err
     assert f"{p}:1: schema: schema_version" in err
+
+
+def test_breakdown_axes_skip_identifiers_and_continuous_numbers(tmp_path: Path) -> None:
+    rs = [
+        rec("m", "b", f"s{i:02d}", "hit" if i % 2 else "miss", dist=5.0,
+            meta={"source_id": f"src-{i}", "x_px": float(min(i, 28)), "level": i % 3, "app": "A" if i < 10 else "B", "const": "same"})
+        for i in range(30)
+    ]
+    write_records(tmp_path / "st" / "m" / "b.jsonl", rs)
+    rows = read_csv(aggregate(tmp_path / "st")["breakdowns.csv"])
+    # source_id: 30 values for 30 samples (identifier); x_px: 29 numeric values (> 20, continuous);
+    # const: one value. Kept: app (2 values), level (3 numeric levels).
+    assert sorted({r["axis"] for r in rows}) == ["app", "level"]
+    lvl = {r["value"]: (r["hit"], r["n"]) for r in rows if r["axis"] == "level"}
+    # level 0: i = 0, 3, ..., 27 (10 samples, odd i hit: 3, 9, 15, 21, 27 -> 5)
+    assert lvl == {"0": ("5", "10"), "1": ("5", "10"), "2": ("5", "10")}

@@ -112,6 +112,7 @@ class Row:
     area_px: Optional[float]
     target_absent: bool
     metadata: tuple[tuple[str, str], ...]
+    numeric_keys: frozenset[str]
     official_rule: Optional[str]
     official_score: Optional[float]
     other: tuple[tuple[str, str, Optional[str]], ...] = field(default=())
@@ -146,10 +147,14 @@ def row_from_record(r: Record) -> Row:
     g = r.geometry
     box = g.box
     meta = []
+    numeric = []
     for k in sorted(r.metadata):
-        sv = _meta_value(r.metadata[k])
+        v = r.metadata[k]
+        sv = _meta_value(v)
         if sv is not None:
             meta.append((k, sv))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                numeric.append(k)
     other = tuple(
         sorted((j.judge, j.status, j.label) for j in r.other_judgments)
     ) if r.outcome == "miss" else ()
@@ -171,6 +176,7 @@ def row_from_record(r: Record) -> Row:
         area_px=r.target.area_px,
         target_absent=r.target.kind == "absent",
         metadata=tuple(meta),
+        numeric_keys=frozenset(numeric),
         official_rule=r.official.rule if r.official is not None else None,
         official_score=r.official.score if r.official is not None else None,
         other=other,
@@ -501,13 +507,21 @@ def area_quartiles(rows: list[Row]) -> tuple[dict[str, int], list[tuple[int, flo
     return assign, ranges
 
 
+MAX_NUMERIC_LEVELS = 20
+"""A numeric metadata axis is broken down only when it has at most this many distinct values (a
+level such as ``difficulty: 1..5``); continuous values (coordinates, sizes) are not categories."""
+
+
 def _breakdown_axes(rows: list[Row]) -> list[str]:
-    """Metadata axes of a benchmark worth a breakdown: scalar values, at least two distinct values,
-    and not an identifier (an axis whose every sample has its own value, e.g. ``source_id``)."""
+    """Metadata axes of a benchmark worth a breakdown: scalar values with at least two distinct
+    values; not an identifier (an axis whose every sample has its own value, e.g. ``source_id``);
+    numeric axes only with at most :data:`MAX_NUMERIC_LEVELS` distinct values."""
     values: dict[str, dict[str, str]] = defaultdict(dict)
+    numeric: set[str] = set()
     samples = set()
     for r in rows:
         samples.add(r.sample_id)
+        numeric |= r.numeric_keys
         for k, v in r.metadata:
             values[k][r.sample_id] = v
     axes = []
@@ -516,6 +530,8 @@ def _breakdown_axes(rows: list[Row]) -> list[str]:
         if len(distinct) < 2:
             continue
         if len(distinct) == len(samples) and len(samples) > 4:
+            continue
+        if k in numeric and len(distinct) > MAX_NUMERIC_LEVELS:
             continue
         axes.append(k)
     return axes
@@ -562,7 +578,8 @@ def _t_breakdowns(study: Study, comp: Computed) -> dict[str, bytes]:
             sections.append((f"{b}: {ax}", [ax, *models], md_rows))
     notes = [
         "Hit rate (%) with (hit/n) per value of every metadata axis a benchmark carries (scalar axes with "
-        "at least two values; per-sample identifiers left out) and per quartile of target area.",
+        f"at least two values; per-sample identifiers and numeric axes with more than {MAX_NUMERIC_LEVELS} "
+        "distinct values left out) and per quartile of target area.",
         "Area quartiles: nearest-rank quartiles of Target.area_px over the benchmark's distinct samples; "
         "tied areas share a quartile; [min, max] area of the quartile's samples in pixels.",
         ERROR_NOTE,
@@ -705,7 +722,7 @@ def _t_official(study: Study, comp: Computed) -> dict[str, bytes]:
             continue
         mean = metrics.exact_mean([r.official_score for r in rs])
         c = comp.cells[(m, b)]
-        rule = "; ".join(sorted({r.official_rule or "" for r in rs}))
+        rule = "(each benchmark's own rule)" if b == POOLED else "; ".join(sorted({r.official_rule or "" for r in rs}))
         rows.append([m, b, str(len(rs)), fmt_fraction(mean, 1, scale=100), str(c.n), fmt_pct(c.hit, c.n), rule])
     notes = [
         "Each benchmark's own scoring rule (OfficialScore in the records, mean over scored samples with one) beside "
