@@ -222,17 +222,22 @@ class Element:
 
     id: unique within the image (``cell:C7``, ``word:12``...). category: the suite's category name.
     box: ``[x0, y0, x1, y1]`` absolute pixels (see module docstring). text: what it shows, if any.
+    style: an optional visual qualifier (the text suite's ink colour names), written only when set
+    (an additive field of the scene graph format).
     """
 
     id: str
     category: str
     box: list[int]
     text: str | None = None
+    style: str | None = None  # optional visual qualifier an instruction may use ("red", "bold", ...)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "category": self.category, "box": [int(v) for v in self.box]}
         if self.text is not None:
             d["text"] = self.text
+        if self.style is not None:
+            d["style"] = self.style
         return d
 
 
@@ -669,9 +674,11 @@ class TextPainter:
         ``x + round(getlength(s[:i]))``."""
         return [x + round(v) for v in self.prefix_lengths(font_name, size, s)]
 
-    def draw(self, image, x: int, baseline: int, s: str, font_name: str, size: int, color) -> list[DrawnChar]:
-        """Draw ``s`` with its pen starting at ``(x, baseline)`` in ``color`` (RGB tuple); returns one
-        :class:`DrawnChar` per character plus nothing else (the end pen is ``pens(...)[-1]``)."""
+    def draw(self, image, x: int, baseline: int, s: str, font_name: str, size: int, color,
+             char_colors: dict[int, tuple[int, int, int]] | None = None) -> list[DrawnChar]:
+        """Draw ``s`` with its pen starting at ``(x, baseline)`` in ``color`` (RGB tuple), character
+        ``i`` in ``char_colors[i]`` where given (geometry unchanged); returns one :class:`DrawnChar`
+        per character (the end pen is ``pens(...)[-1]``)."""
         pens = self.pens(font_name, size, x, s)
         out = []
         for i, ch in enumerate(s):
@@ -681,7 +688,8 @@ class TextPainter:
                 out.append(DrawnChar(ch, px, None))
                 continue
             ox, oy = px + g.offset[0], baseline + g.offset[1]
-            image.paste(color, (ox, oy, ox + g.mask.width, oy + g.mask.height), g.mask)
+            ink = char_colors.get(i, color) if char_colors else color
+            image.paste(ink, (ox, oy, ox + g.mask.width, oy + g.mask.height), g.mask)
             il, it, ir, ib = g.ink
             out.append(DrawnChar(ch, px, [px + il, baseline + it, px + ir, baseline + ib]))
         return out

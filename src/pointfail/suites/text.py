@@ -89,6 +89,16 @@ DIFFICULTY = {
 PUNCT_NAMES = {",": "comma", ".": "period", ":": "colon", ";": "semicolon", "!": "exclamation mark",
                "?": "question mark"}
 QUOTES = (('"', '"'), ("'", "'"), ("`", "`"), ("«", "»"))
+INK_COLORS: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] = {
+    # name: (ink on light surfaces, ink on dark surfaces)
+    "red": ((200, 30, 30), (255, 110, 110)),
+    "blue": ((30, 80, 210), (120, 170, 255)),
+    "green": ((20, 140, 60), (110, 220, 140)),
+    "orange": ((215, 110, 0), (255, 170, 80)),
+    "purple": ((130, 50, 170), (205, 145, 255)),
+}
+"""Ink colours for highlighted words, used as qualifiers ("the 'review' in red") when a word occurs
+more than once; the real rows use such qualifiers ("the «Barrierefreiheit» in teal")."""
 FONTS_USED = ("dejavu-sans", "dejavu-sans-bold", "dejavu-serif", "dejavu-sans-mono", "liberation-sans",
               "liberation-sans-bold", "liberation-serif", "liberation-mono")
 
@@ -145,6 +155,7 @@ class Word:
     lead: str
     trail: str
     box: list[int]
+    style: str | None = None  # ink colour name when the word is coloured
 
     @property
     def end(self) -> int:
@@ -272,6 +283,7 @@ class _Doc:
         line_h = round(self.size * rng.uniform(1.3, 1.7))
         para_gap = rng.choice((0, line_h // 2, line_h))
         indent = 2 * self.size if para_gap == 0 else 0  # paragraphs stay visible: a gap or an indent
+        color_rate = rng.choice((0.0, 0.03, 0.06))  # share of words printed in a colour
         width = x1 - x0
         y = y0 - asc_t  # first baseline
         page = self.page
@@ -297,7 +309,19 @@ class _Doc:
             for li, text in enumerate(lines):
                 k = len(page.lines)
                 lx = x0 + (indent if li == 0 else 0)
-                chars = self.painter.draw(self.image, lx, y, text, self.font, self.size, sf.fg)
+                styles: dict[int, str] = {}  # word index -> ink colour name
+                char_colors: dict[int, tuple[int, int, int]] = {}
+                pos = 0
+                for w, tok in enumerate(text.split(" ")):
+                    lead, core, _ = split_token(tok)
+                    if core and rng.random() < color_rate:
+                        name = rng.choice(sorted(INK_COLORS))
+                        styles[w] = name
+                        ink = INK_COLORS[name][1 if sf.name == "dark_notes" else 0]
+                        for j in range(pos + len(lead), pos + len(lead) + len(core)):
+                            char_colors[j] = ink
+                    pos += len(tok) + 1
+                chars = self.painter.draw(self.image, lx, y, text, self.font, self.size, sf.fg, char_colors)
                 pens = self.painter.pens(self.font, self.size, lx, text)
                 words, pos = [], 0
                 for w, tok in enumerate(text.split(" ")):
@@ -305,7 +329,7 @@ class _Doc:
                     start = pos + len(lead)
                     box = union_box(c.box for c in chars[start:start + len(core)])
                     if core and box is not None:
-                        words.append(Word(k, w, start, core, lead, trail, box))
+                        words.append(Word(k, w, start, core, lead, trail, box, styles.get(w)))
                     pos += len(tok) + 1
                 lbox = union_box(c.box for c in chars)
                 page.lines.append(Line(k, p, text, pens, chars, words, y + asc_t, y + asc_b, lbox))
@@ -324,7 +348,7 @@ class _Doc:
             k = ln.index
             els.append(Element(f"line:{k}", "line", ln.box, ln.text))
             for w in ln.words:
-                els.append(Element(f"word:{k}.{w.index}", "word", w.box, w.core))
+                els.append(Element(f"word:{k}.{w.index}", "word", w.box, w.core, w.style))
             for i, c in enumerate(ln.chars):
                 if c.box is None:
                     continue
@@ -379,12 +403,53 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     def unique_words(min_len: int = 1) -> list[Word]:
         return [w for w in words if counts[fold(w.core)] == 1 and len(w.core) >= min_len]
 
-    def word_ids(core: str) -> list[str]:
-        """Every element whose word text is ``core`` (case-insensitive), chrome included."""
-        return [f"word:{w.line}.{w.index}" for w in words if fold(w.core) == fold(core)] + [
-            e.id for e in page.elements if e.category in ("chrome", "heading") and e.text
-            and any(fold(split_token(t)[1]) == fold(core) for t in e.text.split())
-        ]
+    def chrome_ids(core: str) -> list[str]:
+        return [e.id for e in page.elements if e.category in ("chrome", "heading") and e.text
+                and any(fold(split_token(t)[1]) == fold(core) for t in e.text.split())]
+
+    def word_ids(core: str, qual: tuple[str, ...] | None = None) -> list[str]:
+        """Every element a reference to word ``core`` with qualifier ``qual`` can mean: the words
+        with that text (case-insensitive) in reading order, filtered by the qualifier (``("first",)``,
+        ``("last",)``, ``("style", colour)``), plus chrome and headings showing the word (which a
+        reader could also take it for). Independent of how the target was chosen."""
+        same = [w for w in words if fold(w.core) == fold(core)]
+        if qual is not None and qual[0] == "style":
+            same = [w for w in same if w.style == qual[1]]
+        elif qual is not None:
+            same = same[:1] if qual[0] == "first" else same[-1:]
+        return [f"word:{w.line}.{w.index}" for w in same] + chrome_ids(core)
+
+    def nameable(min_len: int) -> list[tuple[Word, tuple[str, ...] | None]]:
+        """Words that a reference can single out: unique text (no qualifier), else a unique colour
+        ("the «x» in red"), else first/last occurrence in reading order; none when chrome shows it."""
+        out = []
+        for w in words:
+            if len(w.core) < min_len or counts[fold(w.core)] == 0:
+                continue
+            if counts[fold(w.core)] == 1:
+                out.append((w, None))
+                continue
+            same = [v for v in words if fold(v.core) == fold(w.core)]
+            if len(same) < counts[fold(w.core)]:
+                continue  # also in chrome or a heading
+            if w.style and sum(1 for v in same if v.style == w.style) == 1:
+                out.append((w, ("style", w.style)))
+            elif w is same[0]:
+                out.append((w, ("first",)))
+            elif w is same[-1]:
+                out.append((w, ("last",)))
+        return out
+
+    def phrases(w: Word, qual: tuple[str, ...] | None) -> tuple[str, str]:
+        """(``the word «x»`` or a qualified phrase, the bare quoted word or the same phrase)."""
+        Q = _q(rng, w.core)
+        if qual is None:
+            return f"the word {Q}", Q
+        if qual[0] == "style":
+            p = f"the {Q} in {qual[1]}"
+        else:
+            p = f"the {qual[0]} {Q}"
+        return p, p
 
     def pick(seq):
         if not seq:
@@ -400,72 +465,71 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
 
     answer = "point"
     if category in ("word_center", "word_bbox"):
-        w = pick(unique_words(3))
-        Q = _q(rng, w.core)
+        w, qual = pick(nameable(3))
+        W, B = phrases(w, qual)
         if category == "word_center":
-            instr = rng.choice((f"Click the word {Q}.", f"Point to {Q}.", f"Identify the position of {Q}.",
-                                f"Document location: the word {Q}", f"Where is the word {Q}?"))
+            instr = rng.choice((f"Click {W}.", f"Point to {B}.", f"Identify the position of {B}.",
+                                f"Document location: {W}", f"Where is {W}?"))
         else:
             answer = "bbox"
-            instr = rng.choice((f"Return the bounding box of the word {Q}.", f"word box: {Q}",
-                                f"Draw a tight box around {Q}.", f"Give the bounding box of {Q}: top-left then bottom-right."))
-        require_unique(word_ids(w.core), instr)
-        target = f"word:{w.line}.{w.index}"
+            instr = rng.choice((f"Return the bounding box of {W}.", f"word box: {B}",
+                                f"Draw a tight box around {B}.", f"Give the bounding box of {B}: top-left then bottom-right."))
+        target = require_unique(word_ids(w.core, qual), instr)
     elif category in ("char_center", "char_bbox", "caret_between_chars"):
-        w = pick(unique_words(4))
-        Q = _q(rng, w.core)
+        w, qual = pick(nameable(4))
+        W, B = phrases(w, qual)
         if category == "caret_between_chars":
             pairs = [j for j in range(1, len(w.core)) if sum(1 for m in range(1, len(w.core))
                                                               if w.core[m - 1:m + 1] == w.core[j - 1:j + 1]) == 1]
             j = pick(pairs)
             a, b = _q(rng, w.core[j - 1]), _q(rng, w.core[j])
-            instr = rng.choice((f"Place the caret between {a} and {b} in {Q}.",
-                                f"Click between the {a} and the {b} in the word {Q}.",
-                                f"The inter-character gap between {a} and {b} in {Q}."))
-            require_unique(word_ids(w.core), instr)
+            instr = rng.choice((f"Place the caret between {a} and {b} in {B}.",
+                                f"Click between the {a} and the {b} in {W}.",
+                                f"The inter-character gap between {a} and {b} in {B}."))
+            require_unique(word_ids(w.core, qual), instr)
             target = f"caret:{w.line}.{w.start + j}"
         else:
             singles = [j for j, ch in enumerate(w.core) if w.core.count(ch) == 1 and ch.isalnum()]
             j = pick(singles)
             C = _q(rng, w.core[j])
             if category == "char_center":
-                instr = rng.choice((f"Click the {C} in {Q}.", f"Select the {C} glyph in the word {Q}.",
-                                    f"Place the cursor over {C} in {Q}.", f"just the {C} in {Q}"))
+                instr = rng.choice((f"Click the {C} in {B}.", f"Select the {C} glyph in {W}.",
+                                    f"Place the cursor over {C} in {B}.", f"just the {C} in {B}"))
             else:
                 answer = "bbox"
-                instr = rng.choice((f"What rectangle covers the {C} in {Q}?", f"Give the bounding box of the {C} in {Q}.",
-                                    f"Isolate the {C} in {Q} with a bbox."))
-            require_unique(word_ids(w.core), instr)
+                instr = rng.choice((f"What rectangle covers the {C} in {B}?", f"Give the bounding box of the {C} in {W}.",
+                                    f"Isolate the {C} in {B} with a bbox."))
+            require_unique(word_ids(w.core, qual), instr)
             target = f"char:{w.line}.{w.start + j}"
     elif category in ("punctuation", "sentence_boundary"):
         ends = ".!?" if category == "sentence_boundary" else "".join(PUNCT_NAMES)
-        cands = [w for w in unique_words(2) if w.trail[:1] in ends and w.trail[:1]]
-        w = pick(cands)
-        Q = _q(rng, w.core)
+        cands = [(w, q) for w, q in nameable(2) if w.trail[:1] and w.trail[:1] in ends]
+        w, qual = pick(cands)
+        W, B = phrases(w, qual)
         p = w.trail[0]
         if category == "punctuation":
             name = PUNCT_NAMES[p]
-            instr = rng.choice((f"Click the {name} after {Q}.", f"target glyph: {name} after {Q}.",
-                                f"What is the position of the {name} right after {Q}?"))
+            instr = rng.choice((f"Click the {name} after {B}.", f"target glyph: {name} after {B}.",
+                                f"What is the position of the {name} right after {B}?"))
             target = f"char:{w.line}.{w.end}"
         else:
-            instr = rng.choice((f"Click right after the sentence ending in {Q}, after the {PUNCT_NAMES[p]}.",
-                                f"Place the cursor at the end of the sentence ending with {Q}, right after the {PUNCT_NAMES[p]}.",
-                                f"I want to start a new sentence right after the sentence ending in {Q}. Where do I click?"))
+            instr = rng.choice((f"Click right after the sentence ending in {B}, after the {PUNCT_NAMES[p]}.",
+                                f"Place the cursor at the end of the sentence ending with {B}, right after the {PUNCT_NAMES[p]}.",
+                                f"I want to start a new sentence right after the sentence ending in {B}. Where do I click?"))
             target = f"caret:{w.line}.{w.end + 1}"
-        require_unique(word_ids(w.core), instr)
+        require_unique(word_ids(w.core, qual), instr)
     elif category in ("caret_after_word", "caret_before_word"):
-        w = pick(unique_words(2))
-        Q = _q(rng, w.core)
+        w, qual = pick(nameable(2))
+        W, B = phrases(w, qual)
         if category == "caret_after_word":
-            instr = rng.choice((f"Place the cursor right after {Q}.", f"Immediately following {Q}.",
-                                f"Put the caret just past the last letter of {Q}."))
+            instr = rng.choice((f"Place the cursor right after {B}.", f"Immediately following {B}.",
+                                f"Put the caret just past the last letter of {W}."))
             target = f"caret:{w.line}.{w.end}"
         else:
-            instr = rng.choice((f"Place the cursor right before {Q}.", f"Move the caret ahead of {Q}.",
-                                f"Insert point directly before the first letter of {Q}."))
+            instr = rng.choice((f"Place the cursor right before {B}.", f"Move the caret ahead of {B}.",
+                                f"Insert point directly before the first letter of {W}."))
             target = f"caret:{w.line}.{w.start}"
-        require_unique(word_ids(w.core), instr)
+        require_unique(word_ids(w.core, qual), instr)
     elif category == "between_words":
         pairs = []
         space_ids = {e.id for e in page.elements if e.category == "space"}
