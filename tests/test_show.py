@@ -102,3 +102,16 @@ def test_generate_requires_out(capsys):
         cli.main(["generate", "sheets", "--n", "1"])
     assert e.value.code == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_generate_with_a_missing_font_fails_clearly(monkeypatch, tmp_path, capsys):
+    from pointfail.suites import common
+
+    monkeypatch.setattr(common, "FONT_DIRS", (str(tmp_path / "nofonts"),))
+    monkeypatch.setenv("POINTFAIL_FONT_DIR", "")
+    common._FONT_CACHE.clear()
+    out = tmp_path / "t"
+    assert cli.main(["generate", "text", "--n", "1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "DejaVuSans.ttf" in err and "fonts-dejavu-core" in err and "fonts-liberation" in err
+    assert not out.exists()
