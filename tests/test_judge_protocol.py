@@ -94,6 +94,9 @@ def test_prompt_restates_instruction_and_defines_every_label():
     assert "exactly one label" in p
     assert "outside the image" not in p
     assert "outside the image" in build_prompt("x", point_outside_image=True)
+    absent = build_prompt("point to the cat", target_absent=True)
+    assert "nothing is tinted green" in absent and "area tinted green is the correct target" not in absent
+    assert "red marker is where the model pointed" in absent
     # fixed: the same input gives the same text
     assert build_prompt("a") == build_prompt("a")
 

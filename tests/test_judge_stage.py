@@ -273,3 +273,27 @@ def test_journal_of_another_judge_is_applied_not_dropped(tmp_path):
     assert r["miss-000"].judge == j
     assert r["miss-001"].judge is None
     assert [o.label for o in r["miss-000"].other_judgments] == ["hallucinated"]
+
+
+def test_absent_target_prompt_says_so(tmp_path):
+    from pointfail.records import Target, write_records
+
+    study = make_study(tmp_path, n_misses=2)
+    path = study / "m" / "suite.jsonl"
+    rs = read_records(path)
+    for r in rs:
+        if r.sample_id == "miss-001":
+            r.target = Target(kind="absent")
+    write_records(path, rs)
+    prompts = {}
+
+    def script(n, body):
+        from ollama_fake import instruction_of
+
+        prompts[instruction_of(body)] = body["messages"][0]["content"]
+        return "hallucinated"
+
+    with FakeOllama(script) as srv:
+        judge_study(study, ollama(srv))
+    assert "nothing is tinted green" in prompts["point to item 1"]
+    assert "area tinted green is the correct target" in prompts["point to item 0"]

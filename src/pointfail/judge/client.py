@@ -244,7 +244,14 @@ class OllamaJudge:
             **kw,
         )
 
-    async def judge(self, image: ImageSource, instruction: str, *, point_outside_image: bool = False) -> Judgment:
+    async def judge(
+        self,
+        image: ImageSource,
+        instruction: str,
+        *,
+        point_outside_image: bool = False,
+        target_absent: bool = False,
+    ) -> Judgment:
         """Judge one miss.
 
         Args:
@@ -252,6 +259,8 @@ class OllamaJudge:
                 this miss holds a render-ahead slot).
             instruction: the original instruction given to the evaluated model.
             point_outside_image: the predicted point lies outside the image (adds one prompt sentence).
+            target_absent: the referent is not in the image (the prompt says so instead of naming a
+                green target).
 
         Returns:
             A ``Judgment`` with status ``labeled``, ``unlabeled`` or ``judge_unavailable``.
@@ -270,14 +279,14 @@ class OllamaJudge:
                 return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
             png = await asyncio.to_thread(image) if callable(image) else image
             async with self._sem:
-                return await self._ask(png, instruction, point_outside_image)
+                return await self._ask(png, instruction, point_outside_image, target_absent)
 
-    async def _ask(self, png: bytes, instruction: str, point_outside_image: bool) -> Judgment:
+    async def _ask(self, png: bytes, instruction: str, point_outside_image: bool, target_absent: bool) -> Judgment:
         import ollama
 
         if self._down is not None:
             return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
-        prompt = build_prompt(instruction, point_outside_image=point_outside_image)
+        prompt = build_prompt(instruction, point_outside_image=point_outside_image, target_absent=target_absent)
         messages = [{"role": "user", "content": prompt, "images": [png]}]
         counter = _Counter()
         attempts: list[JudgeAttempt] = []

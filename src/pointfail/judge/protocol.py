@@ -62,8 +62,7 @@ PROMPT_TEMPLATE = """You are grading one answer of a pointing model.
 The model was given this image and the instruction:
 "{instruction}"
 
-In the attached image, the area tinted green is the correct target. The red marker is where the model \
-pointed. The model's point is outside the green target: it missed.{outside_note}
+{target_sentence}{outside_note}
 
 Classify the miss with exactly one of these labels:
 - off_by_pixels: {off_by_pixels}
@@ -73,12 +72,21 @@ Classify the miss with exactly one of these labels:
 
 Reply with exactly one label name and nothing else."""
 
+TARGET_SENTENCE = (
+    "In the attached image, the area tinted green is the correct target. The red marker is where the "
+    "model pointed. The model's point is outside the green target: it missed."
+)
+ABSENT_SENTENCE = (
+    "The thing the instruction refers to is not in this image, so nothing is tinted green; the correct "
+    "answer was to decline. The red marker is where the model pointed anyway."
+)
+
 OUTSIDE_NOTE = (
     " The model's point lies outside the image; the red marker is drawn at the nearest image edge."
 )
 
 
-def build_prompt(instruction: str, *, point_outside_image: bool = False) -> str:
+def build_prompt(instruction: str, *, point_outside_image: bool = False, target_absent: bool = False) -> str:
     """The fixed judge prompt for one miss.
 
     Args:
@@ -86,19 +94,23 @@ def build_prompt(instruction: str, *, point_outside_image: bool = False) -> str:
             verbatim.
         point_outside_image: add one sentence saying the predicted point lies outside the image (the
             renderer then draws the marker at the nearest edge).
+        target_absent: the referent is not in the image (an ``absent`` target): the sentence about the
+            green target is replaced by one saying nothing is tinted and the model should have declined.
 
     Returns:
         The prompt text; identical inputs give identical text.
     """
     return PROMPT_TEMPLATE.format(
         instruction=instruction.strip(),
+        target_sentence=ABSENT_SENTENCE if target_absent else TARGET_SENTENCE,
         outside_note=OUTSIDE_NOTE if point_outside_image else "",
         **LABEL_DEFINITIONS,
     )
 
 
 JUDGE_PROMPT = PROMPT_TEMPLATE
-"""The fixed prompt template (fields ``instruction``, ``outside_note`` and one per label); use
+"""The fixed prompt template (fields ``instruction``, ``target_sentence``, ``outside_note`` and one per
+label); use
 :func:`build_prompt` to fill it."""
 
 LABEL_SCHEMA: dict[str, Any] = {

@@ -383,7 +383,12 @@ async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any) -> None:
         async def one(st: _FileState, rec: Record) -> None:
             try:
                 render, point = _renderer(rec, paths)
-                j = await judge.judge(render, rec.prompt.original, point_outside_image=point_outside(point))
+                j = await judge.judge(
+                    render,
+                    rec.prompt.original,
+                    point_outside_image=point_outside(point),
+                    target_absent=rec.target.kind == "absent",
+                )
             except Exception as e:  # unreadable image or mask: recorded, the stage goes on
                 j = _pending(judge.name, f"cannot render: {type(e).__name__}: {e}")
             note(st, rec, j)
