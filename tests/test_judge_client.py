@@ -123,3 +123,25 @@ def test_bad_arguments():
         OllamaJudge(host="http://x", concurrency=0)
     with pytest.raises(RuntimeError):
         asyncio.run(OllamaJudge(host="http://x").judge(PNG, "x"))
+
+
+def test_resume_after_outage_keeps_earlier_replies_and_counts_them():
+    # first session: two bad replies, then the server stays at 503 -> judge_unavailable with 2 attempts
+    with FakeOllama(["nope", "not hallucinated"], default=Action(status=503)) as srv:
+        first = judge_for(srv, transport_retries=1).judge_one_sync(PNG, "x")
+    assert first.status == "judge_unavailable" and [a.attempt for a in first.attempts] == [1, 2]
+    assert first.transport_failures == 2
+    # second session resumes: attempts 3..5 at most, seeds continue, replies appended
+    with FakeOllama(default="still unsure") as srv:
+        jd = judge_for(srv)
+
+        async def run():
+            async with jd:
+                return await jd.judge(PNG, "x", resume=first)
+
+        second = asyncio.run(run())
+        seeds = [c["options"]["seed"] for c in srv.chats]
+    assert second.status == "unlabeled"
+    assert [a.attempt for a in second.attempts] == [1, 2, 3, 4, 5]
+    assert [a.reply for a in second.attempts] == ["nope", "not hallucinated"] + ["still unsure"] * 3
+    assert seeds == [2, 3, 4] and second.transport_failures == 2

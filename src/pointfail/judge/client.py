@@ -251,6 +251,7 @@ class OllamaJudge:
         *,
         point_outside_image: bool = False,
         target_absent: bool = False,
+        resume: Optional[Judgment] = None,
     ) -> Judgment:
         """Judge one miss.
 
@@ -261,6 +262,9 @@ class OllamaJudge:
             point_outside_image: the predicted point lies outside the image (adds one prompt sentence).
             target_absent: the referent is not in the image (the prompt says so instead of naming a
                 green target).
+            resume: this judge's earlier ``judge_unavailable`` judgment of the same miss, if any: its
+                label attempts are kept and count toward ``max_attempts`` (numbering continues), and its
+                transport failures are added, so a rerun after an outage stores every raw reply.
 
         Returns:
             A ``Judgment`` with status ``labeled``, ``unlabeled`` or ``judge_unavailable``.
@@ -271,26 +275,43 @@ class OllamaJudge:
         """
         if self._sem is None or self._client is None:
             raise RuntimeError("OllamaJudge.judge() must run inside 'async with OllamaJudge(...)'")
+        resuming = resume is not None and resume.status == "judge_unavailable" and resume.judge == self.name
+        prior = list(resume.attempts) if resuming else []
+        prior_failures = resume.transport_failures if resuming else 0
         if self._down is not None:
-            return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+            return self._judgment(
+                "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"
+            )
         assert self._prefetch is not None
         async with self._prefetch:
             if self._down is not None:
-                return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+                return self._judgment(
+                    "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"
+                )
             png = await asyncio.to_thread(image) if callable(image) else image
             async with self._sem:
-                return await self._ask(png, instruction, point_outside_image, target_absent)
+                return await self._ask(png, instruction, point_outside_image, target_absent, prior, prior_failures)
 
-    async def _ask(self, png: bytes, instruction: str, point_outside_image: bool, target_absent: bool) -> Judgment:
+    async def _ask(
+        self,
+        png: bytes,
+        instruction: str,
+        point_outside_image: bool,
+        target_absent: bool,
+        prior: list[JudgeAttempt],
+        prior_failures: int,
+    ) -> Judgment:
         import ollama
 
         if self._down is not None:
-            return self._judgment("judge_unavailable", detail=f"not sent: {self._down}")
+            return self._judgment(
+                "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"
+            )
         prompt = build_prompt(instruction, point_outside_image=point_outside_image, target_absent=target_absent)
         messages = [{"role": "user", "content": prompt, "images": [png]}]
-        counter = _Counter()
-        attempts: list[JudgeAttempt] = []
-        for k in range(1, self.max_attempts + 1):
+        counter = _Counter(prior_failures)
+        attempts: list[JudgeAttempt] = list(prior)
+        for k in range(len(prior) + 1, self.max_attempts + 1):
             opts = dict(self.options)
             if "seed" in opts:
                 opts["seed"] = int(opts["seed"]) + k - 1

@@ -16,7 +16,9 @@ What :func:`judge_study` does, per records file ``records/<study>/<model>/<bench
    ``judge_unavailable`` (other entries are kept, sorted by judge name). ``labeled`` and ``unlabeled`` are
    final: a rerun never judges them again.
 4. Judges them (the oracle synchronously; Ollama concurrently across all files) and appends every
-   verdict to the journal as it arrives (one canonical JSON line, flushed and fsynced).
+   verdict to the journal as it arrives (one canonical JSON line, flushed and fsynced). A miss that
+   was ``judge_unavailable`` resumes: the label attempts it got before the outage are kept and count
+   toward the five (see ``OllamaJudge.judge``), so every raw reply stays in the record.
 5. Rewrites the records file atomically: canonical order through ``records.write_records`` into a
    temporary file in the same directory, fsync, ``os.replace``, then deletes the journal. This also
    happens when the run is interrupted by an exception or Ctrl-C; a killed process leaves the journal,
@@ -365,7 +367,7 @@ def judge_study(
             for st, rec in todo:
                 note(st, rec, oracle_for_record(rec, tol, paths, cache))
         elif todo:
-            asyncio.run(_run_ollama(judge, todo, paths, note))
+            asyncio.run(_run_ollama(judge, todo, paths, note, role))
     finally:
         if bar is not None:
             bar.close()
@@ -375,7 +377,7 @@ def judge_study(
     return report
 
 
-async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any) -> None:
+async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any, role: str) -> None:
     from pointfail.judge.render import point_outside
 
     async with judge:
@@ -388,6 +390,7 @@ async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any) -> None:
                     rec.prompt.original,
                     point_outside_image=point_outside(point),
                     target_absent=rec.target.kind == "absent",
+                    resume=current_judgment(rec, judge.name, role),
                 )
             except Exception as e:  # unreadable image or mask: recorded, the stage goes on
                 j = _pending(judge.name, f"cannot render: {type(e).__name__}: {e}")
