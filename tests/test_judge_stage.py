@@ -297,3 +297,28 @@ def test_absent_target_prompt_says_so(tmp_path):
         judge_study(study, ollama(srv))
     assert "nothing is tinted green" in prompts["point to item 1"]
     assert "area tinted green is the correct target" in prompts["point to item 0"]
+
+
+def test_second_stage_on_same_study_is_refused(tmp_path):
+    import fcntl
+
+    from pointfail.judge.stage import LOCK_NAME, StageBusy
+
+    study = make_study(tmp_path, n_misses=1)
+    with open(study / LOCK_NAME, "a+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(StageBusy, match="another judge stage"):
+            judge_study(study, "oracle")
+        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+    assert judge_study(study, "oracle").judged == 1
+
+
+def test_judge_modules_are_import_light():
+    code = (
+        "import sys, pointfail.judge.stage, pointfail.judge.render, pointfail.judge.client, "
+        "pointfail.judge.agreement, pointfail.commands.judge; "
+        "print(sorted(m for m in ('ollama', 'httpx', 'tenacity', 'torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

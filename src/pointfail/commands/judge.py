@@ -104,7 +104,7 @@ def _make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: in
 
 
 def _judge(args: argparse.Namespace) -> int:
-    from pointfail.judge.stage import judge_study
+    from pointfail.judge.stage import StageBusy, judge_study
     from pointfail.records import RecordError
 
     root = Path(args.records_dir)
@@ -132,7 +132,7 @@ def _judge(args: argparse.Namespace) -> int:
             tolerance_px=tol,
             progress=not args.no_progress and sys.stderr.isatty(),
         )
-    except RecordError as e:
+    except (RecordError, StageBusy) as e:
         print(f"pointfail judge: {e}", file=sys.stderr)
         return 1
     d = report.to_dict()

@@ -24,6 +24,10 @@ What :func:`judge_study` does, per records file ``records/<study>/<model>/<bench
    happens when the run is interrupted by an exception or Ctrl-C; a killed process leaves the journal,
    and the next run applies it in step 2. So no miss is lost and none is judged twice.
 
+Only one stage runs on a records directory at a time: it holds an exclusive ``flock`` on
+``<records_dir>/.judge.lock`` for the whole run, and a second run fails at once with
+:class:`StageBusy` instead of interleaving rewrites.
+
 A miss the stage cannot judge for a reason outside the judge (image or mask file missing, no scene
 graph, unknown target id) gets a ``pending`` judgment whose ``detail`` says why; a rerun tries it again.
 
@@ -60,6 +64,13 @@ JOURNAL_SUFFIX = ".judging"
 
 FINAL_STATUSES = ("labeled", "unlabeled")
 """Verdicts a rerun keeps; ``pending`` and ``judge_unavailable`` are judged again."""
+
+
+LOCK_NAME = ".judge.lock"
+
+
+class StageBusy(RuntimeError):
+    """Another judge stage holds the lock on this records directory."""
 
 
 @dataclass
@@ -314,6 +325,7 @@ def judge_study(
 
     Raises:
         RecordError: a records file with an invalid line (file and line named); nothing is rewritten.
+        StageBusy: another judge stage is running on ``records_dir``.
         ValueError: an unknown role or judge.
     """
     from pointfail.judge.oracle import DEFAULT_TOLERANCE_PX
@@ -329,6 +341,32 @@ def judge_study(
     paths = _Paths(root, Path(data_root) if data_root is not None else None)
     report = StageReport(judge=judge_name, role=role)
 
+    import fcntl
+
+    lock_file = open(root / LOCK_NAME, "a+b")
+    try:
+        fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.close()
+        raise StageBusy(f"another judge stage is running on {root} (lock {root / LOCK_NAME})") from None
+    try:
+        return _judge_locked(root, judge, is_oracle, judge_name, role, tol, paths, report, progress)
+    finally:
+        fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        lock_file.close()
+
+
+def _judge_locked(
+    root: Path,
+    judge: Any,
+    is_oracle: bool,
+    judge_name: str,
+    role: str,
+    tol: float,
+    paths: _Paths,
+    report: StageReport,
+    progress: bool,
+) -> StageReport:
     states = []
     for path in records_files(root):
         states.append(_load_file(path, judge_name, role, report))
