@@ -97,11 +97,7 @@ def test_every_category_produces_a_sound_target(category):
     if category == "cell_ref":
         assert row["target_id"] == f"cell:{ref.group(1).upper()}{ref.group(2)}"
     elif category == "cell_color":
-        name = next(c for c in COLORS if c in instr)
-        assert img.getpixel(((x0 + x1) // 2, y0 + 2)) == COLORS[name]
-        same = [e for e in spec.scene.elements if e.category == "cell"
-                and img.getpixel(((e.box[0] + e.box[2]) // 2, min(e.box[1] + 2, 767))) == COLORS[name]]
-        assert [e.id for e in same] == [row["target_id"]]
+        _check_colour(row, spec)
     elif category in ("cell_content", "cell_ref_content"):
         assert t.text and t.text in instr
         assert [e.id for e in spec.scene.elements if e.text and e.text.casefold() == t.text.casefold()] == [t.id]
@@ -150,3 +146,33 @@ def test_non_unique_content_is_rejected():
             continue
         t = spec.scene.by_id()[spec.target_id]
         assert sum(1 for e in spec.scene.elements if e.text and e.text.casefold() == t.text.casefold()) == 1
+
+
+def _check_colour(row, spec):
+    """The named colour fills the target (a cell, or a whole row/column band) and nothing else."""
+    img = spec.scene.image
+    instr = row["instruction"]
+    t = spec.scene.by_id()[row["target_id"]]
+    x0, y0, x1, y1 = t.box
+    name = next(c for c in COLORS if re.search(rf"\b{c}\b", instr))
+    assert img.getpixel(((x0 + x1) // 2, y0 + 2)) == COLORS[name]
+    same = [e for e in spec.scene.elements if e.category == "cell"
+            and img.getpixel(((e.box[0] + e.box[2]) // 2, min(e.box[1] + 2, 767))) == COLORS[name]]
+    if t.category == "color_band":
+        kind = "row" if t.id.startswith("band:row:") else "column"
+        assert kind in instr and t.text == name
+        assert len(same) >= 2 and all(x0 <= e.box[0] and e.box[2] <= x1 and y0 <= e.box[1] and e.box[3] <= y1
+                                      for e in same)
+    else:
+        assert [e.id for e in same] == [row["target_id"]]
+
+
+def test_colour_bands_and_cells():
+    kinds = set()
+    for i in range(30):
+        row, spec = _sample("cell_color", index=i)
+        _check_colour(row, spec)
+        kinds.add(spec.scene.by_id()[row["target_id"]].category)
+        if kinds == {"cell", "color_band"}:
+            break
+    assert kinds == {"cell", "color_band"}

@@ -24,7 +24,9 @@ Scene graph element ids: ``cell:C7``, ``column_header:C``, ``row_header:7``,
 ``col_resize_handle:C`` (right line of column C in the header), ``row_resize_handle:7`` (bottom line
 of row 7), ``vedge:C7`` / ``hedge:C7`` (right / bottom edge of C7, category ``cell_edge``),
 ``corner:C7`` (the grid node at the bottom-right of C7, category ``cell_corner``; the top-left corner
-of C7 is therefore ``corner:B6``), ``header_corner``, and ``chrome:*`` for application chrome.
+of C7 is therefore ``corner:B6``), ``band:row:12`` / ``band:column:F`` (a whole visible row or column
+filled in one colour, category ``color_band``, text = colour name), ``header_corner``, and
+``chrome:*`` for application chrome.
 """
 
 from __future__ import annotations
@@ -224,6 +226,7 @@ class _Sheet:
         self.values: dict[tuple[int, int], str] = {}  # (col, row) -> displayed text
         self.fills: dict[tuple[int, int], str] = {}  # (col, row) -> colour name
         self.tab_strip = None  # (y, image) of the sheet-tab bar, restored after the cells are drawn
+        self.band: tuple[str, int, str] | None = None  # ("row" | "column", row or column index, colour)
 
     # ------------------------------------------------------------------ text helpers
     def text(self, x: int, baseline: int, s: str, color, bold: bool = False, size: int | None = None) -> list[int] | None:
@@ -377,13 +380,32 @@ class _Sheet:
             c, r = rng.choice(g.cols), rng.choice(g.rows)
             if (c, r) not in self.fills:
                 self.fills[(c, r)] = name
+        # sometimes a whole row or column filled in a colour no cell uses ("the orange column")
+        if rng.random() < 0.3:
+            name = rng.choice([n for n in sorted(COLORS) if n not in self.fills.values()])
+            if rng.random() < 0.5:
+                self.band = ("column", rng.choice(g.cols), name)
+                self.fills = {k: v for k, v in self.fills.items() if k[0] != self.band[1]}
+            else:
+                self.band = ("row", rng.choice(g.rows), name)
+                self.fills = {k: v for k, v in self.fills.items() if k[1] != self.band[1]}
 
     def render(self) -> None:
         g, st = self.grid, self.style
         W = IMAGE_SIZE[0]
         d = self.draw
         right, bottom = g.view_right, g.view_bottom
-        # fills
+        # fills: a colour band first, then single cells
+        if self.band is not None:
+            kind, i, name = self.band
+            if kind == "column":
+                bbox = [g.xl[i], g.header_bottom, min(g.xr[i], right), bottom]
+                label = col_name(i)
+            else:
+                bbox = [g.rhw, g.yt[i], right, min(g.yb[i], bottom)]
+                label = str(i)
+            d.rectangle([bbox[0] + 1, bbox[1] + 1, bbox[2] - 1, bbox[3] - 1], fill=COLORS[name])
+            self.elements.append(Element(f"band:{kind}:{label}", "color_band", bbox, name))
         for (c, r), name in sorted(self.fills.items()):
             d.rectangle([g.xl[c] + 1, g.yt[r] + 1, min(g.xr[c], right) - 1, min(g.yb[r], bottom) - 1], fill=COLORS[name])
         # grid lines
@@ -511,7 +533,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     sh = _Sheet(rng, painter)
     g = sh.build()
     sh.fill_values(g)
-    if category == "cell_color" and not sh.fills:
+    if category == "cell_color" and not sh.fills and sh.band is None:
         c = rng.choice([c for c in g.cols if g.full_col(c)] or g.cols)
         r = rng.choice([r for r in g.rows if g.full_row(r)] or g.rows)
         sh.fills[(c, r)] = rng.choice(sorted(COLORS))
@@ -557,13 +579,26 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
             require_unique(ids_with_text(v), instr)
     elif category == "cell_color":
         fills = [(k, n) for k, n in sorted(sh.fills.items()) if g.full_cell(*k)]
-        if not fills:
-            raise SuiteError("no fully visible coloured cell")
-        (c, r), name = rng.choice(fills)
-        instr = rng.choice((f"Click the cell highlighted in {name}.", f"Select the {name} cell.",
-                            f"Click the cell filled with {name}.", f"the {name} cell",
-                            f"Select the visible {name} cell."))
-        target = require_unique([f"cell:{ref(*k)}" for k, n in sh.fills.items() if n == name], instr)
+        band_ok = sh.band is not None and (g.full_col(sh.band[1]) if sh.band[0] == "column" else g.full_row(sh.band[1]))
+
+        def coloured(name: str) -> list[str]:
+            """Every element showing fill colour ``name``: single cells and the band."""
+            ids = [f"cell:{ref(*k)}" for k, n in sh.fills.items() if n == name]
+            return ids + [e.id for e in sh.elements if e.category == "color_band" and e.text == name]
+
+        if band_ok and (not fills or rng.random() < 0.4):
+            kind, _, name = sh.band
+            instr = rng.choice((f"Click the {kind} filled {name}.", f"the {name} {kind}",
+                                f"Select a cell on the {name} {kind}.", f"Click anywhere in the {name} {kind}."))
+            target = require_unique(coloured(name), instr)
+        else:
+            if not fills:
+                raise SuiteError("no fully visible coloured cell")
+            (c, r), name = rng.choice(fills)
+            instr = rng.choice((f"Click the cell highlighted in {name}.", f"Select the {name} cell.",
+                                f"Click the cell filled with {name}.", f"the {name} cell",
+                                f"Select the visible {name} cell."))
+            target = require_unique(coloured(name), instr)
     elif category == "col_header":
         c = rng.choice(full_cols)
         L = col_name(c)
