@@ -188,6 +188,7 @@ def test_killed_process_resumes_from_journal(tmp_path):
     r = recs(study)
     assert all(r[f"miss-{k:03d}"].judge.label == "hallucinated" for k in range(6))
     journaled_instr = {f"point to item {int(s.split('-')[1])}" for s in journaled}
+    assert journaled_instr <= set(answered1)  # each journaled verdict is a reply server 1 really sent
     assert not (asked2 & journaled_instr)  # journaled verdicts are not asked again
     # a request answered by the first server but killed before its journal line may be asked again;
     # every miss is labeled exactly once in the records either way
