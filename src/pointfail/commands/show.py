@@ -14,7 +14,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 CATEGORY_COLORS: tuple[tuple[int, int, int], ...] = (
     (31, 119, 180), (255, 127, 14), (148, 103, 189), (214, 39, 40), (140, 86, 75), (227, 119, 194),
@@ -58,7 +61,7 @@ every character boundary, which hides the text under outlines."""
 
 
 def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True,
-                  categories: set[str] | str | None = None) -> "Image.Image":  # noqa: F821
+                  categories: set[str] | str | None = None) -> Image.Image:
     """The annotated picture of one row (RGB, image width x image height + caption strip).
     ``categories``: the element categories to outline (``None``: all but :data:`DEFAULT_HIDDEN`;
     ``"all"``: every category).

@@ -8,6 +8,12 @@ targets (word, line, character and paragraph regions, ``answer_type: "bbox"`` wi
 each German, French, Spanish, Italian and Dutch (the paper's mix), instructions in English as in the
 real rows. Invoice fields and chrome-text targets of the real suite are not generated.
 
+Naming: a word is named by its text when it occurs once on the page (chrome and headings included);
+a repeated word is named by a qualifier the real rows also use: its ink colour when only it has that
+colour ("the «review» in red") or its occurrence in reading order ("the first «the»", "the last
+«the»"). Every instruction is resolved again against the page, independently of how the target was
+chosen, and kept only when it matches exactly one element.
+
 Geometry (absolute pixels, :mod:`pointfail.suites.common`): each glyph is drawn by
 :class:`~pointfail.suites.common.TextPainter` at an integer pen position from the font's advances
 (``FreeTypeFont.getlength``) and its box is the exact ink of the glyph mask. A line's caret band runs
