@@ -87,13 +87,24 @@ def test_corner_distance_is_euclidean():
     assert label((106, 56), tol=8.5) == "off_by_pixels"
 
 
-def test_nested_elements_smallest_wins():
-    # (120, 60) is inside cell:B2 (area 100*30 = 3000) and word:B2 (area 40*20 = 800): the word wins
+def test_same_category_under_an_overlay_is_wrong_instance():
+    # (120, 60) is inside cell:B2 (3000 px^2) and the smaller word:B2 (800 px^2): a cell lies under the
+    # point, so with a cell as target it is wrong_instance, named after the cell
     j = oracle_judgment(GRAPH, "cell:A1", (120, 60), 8.0)
-    assert j.label == "wrong_category" and "on word:B2 (word)" in j.detail
-    # with a cell as target, the point is on the word inside B2, not on the cell B2 itself:
-    # wrong_category, not wrong_instance
-    assert label((120, 60), target="cell:C1") == "wrong_category"
+    assert j.label == "wrong_instance" and "on cell:B2 (cell)" in j.detail
+
+
+def test_nested_other_category_names_innermost():
+    # a toolbar containing an icon, both of other categories than the target cell: wrong_category,
+    # named after the smaller icon
+    g = dict(GRAPH, elements=GRAPH["elements"] + [
+        {"id": "toolbar", "category": "toolbar", "box": [220, 100, 400, 140]},
+        {"id": "icon:save", "category": "icon", "box": [230, 105, 250, 125]},
+    ])
+    j = oracle_judgment(g, "cell:A1", (240, 110), 8.0)
+    assert j.label == "wrong_category" and "on icon:save (icon)" in j.detail
+    j = oracle_judgment(g, "cell:A1", (300, 110), 8.0)
+    assert j.label == "wrong_category" and "on toolbar (toolbar)" in j.detail
 
 
 def test_shared_edge_of_equal_neighbours_resolves_to_smaller_id():
@@ -112,7 +123,7 @@ def test_point_inside_target_box_is_off_by_pixels():
 
 
 def test_target_containing_point_is_not_a_candidate():
-    # the word is the target; a point in the enclosing cell B2 but 20 px from the word -> the cell is
+    # the word is the target; a point in the enclosing cell B2 but 25 px from the word -> the cell is
     # another category (cell vs word) -> wrong_category
     # word:B2 = [110,55,150,75]; point (175, 60): dx = 25 -> 25 px
     assert label((175, 60), target="word:B2") == "wrong_category"
@@ -161,3 +172,9 @@ def test_label_invariants(x, y, tol):
         for e in GRAPH["elements"]
     )
     assert (j.label == "hallucinated") == (d > tol and not on_any)
+    on_cell = any(
+        e["id"] != "cell:A1" and e["category"] == "cell"
+        and e["box"][0] <= x <= e["box"][2] and e["box"][1] <= y <= e["box"][3]
+        for e in GRAPH["elements"]
+    )
+    assert (j.label == "wrong_instance") == (d > tol and on_cell)

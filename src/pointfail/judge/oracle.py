@@ -15,12 +15,15 @@ pixels with edges inclusive (the PointerBench / ScreenSpot rule, as ``docs/archi
    element still counts as a near miss. A point inside the target element's box that the scorer called a
    miss (the scored region can be smaller than the element's box, e.g. a mask) is also ``off_by_pixels``.
 2. Otherwise the elements whose box contains ``p`` (edges inclusive), excluding the target, are the
-   candidates; the **smallest** (by box area, ties broken by the smaller ``id`` in string order, so the
-   element list's order never matters) is the element the point is on. Nested elements (a word inside a
-   line) therefore resolve to the innermost one; a point exactly on the shared edge of two equal-size
-   neighbours resolves to the one with the smaller id.
-   - same ``category`` as the target → ``wrong_instance``;
-   - another category → ``wrong_category``.
+   candidates (the issue's order of rules: another element of the target's category first):
+   - if any candidate has the target's ``category`` → ``wrong_instance``. Overlays of other categories
+     at the same spot (a 6-pixel grid-line strip over a cell, a line around a word) therefore never hide
+     the same-kind element under the point;
+   - otherwise → ``wrong_category``.
+   The element named in ``detail`` is the **smallest** candidate of the chosen kind (by box area, ties
+   broken by the smaller ``id`` in string order, so the element list's order never matters): nested
+   elements resolve to the innermost one, and a point exactly on the shared edge of two equal-size
+   neighbours names the one with the smaller id.
 3. No element contains ``p`` (background, margins, a point outside the image) → ``hallucinated``.
 
 The judgment's ``detail`` names the distance and the element the point fell on, so every oracle label
@@ -172,8 +175,9 @@ def oracle_judgment(
             options=options,
             detail=f"{where}; on no element",
         )
-    hit = min(candidates, key=lambda el: (_area(el["box"]), el["id"]))
-    label = "wrong_instance" if hit["category"] == target["category"] else "wrong_category"
+    same = [el for el in candidates if el["category"] == target["category"]]
+    label = "wrong_instance" if same else "wrong_category"
+    hit = min(same or candidates, key=lambda el: (_area(el["box"]), el["id"]))
     return Judgment(
         judge="oracle",
         status="labeled",
