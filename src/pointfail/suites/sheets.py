@@ -377,17 +377,19 @@ class _Sheet:
         n_fill = rng.choice((0, 1, 1, 2, 3, 4))
         names = rng.sample(sorted(COLORS), n_fill)
         for name in names:
-            c, r = rng.choice(g.cols), rng.choice(g.rows)
+            c, r = rng.choice(g.cols), rng.choice(g.rows)  # may be a sliver at the edge: drawn clipped
             if (c, r) not in self.fills:
                 self.fills[(c, r)] = name
         # sometimes a whole row or column filled in a colour no cell uses ("the orange column")
         if rng.random() < 0.3:
             name = rng.choice([n for n in sorted(COLORS) if n not in self.fills.values()])
+            wide = [c for c in g.cols if min(g.xr[c], g.view_right) - g.xl[c] >= 8]
+            tall = [r for r in g.rows if min(g.yb[r], g.view_bottom) - g.yt[r] >= 8]
             if rng.random() < 0.5:
-                self.band = ("column", rng.choice(g.cols), name)
+                self.band = ("column", rng.choice(wide), name)
                 self.fills = {k: v for k, v in self.fills.items() if k[0] != self.band[1]}
             else:
-                self.band = ("row", rng.choice(g.rows), name)
+                self.band = ("row", rng.choice(tall), name)
                 self.fills = {k: v for k, v in self.fills.items() if k[1] != self.band[1]}
 
     def render(self) -> None:
@@ -407,7 +409,9 @@ class _Sheet:
             d.rectangle([bbox[0] + 1, bbox[1] + 1, bbox[2] - 1, bbox[3] - 1], fill=COLORS[name])
             self.elements.append(Element(f"band:{kind}:{label}", "color_band", bbox, name))
         for (c, r), name in sorted(self.fills.items()):
-            d.rectangle([g.xl[c] + 1, g.yt[r] + 1, min(g.xr[c], right) - 1, min(g.yb[r], bottom) - 1], fill=COLORS[name])
+            box = [g.xl[c] + 1, g.yt[r] + 1, min(g.xr[c], right) - 1, min(g.yb[r], bottom) - 1]
+            if box[2] >= box[0] and box[3] >= box[1]:  # a sliver at the view's edge may have no interior
+                d.rectangle(box, fill=COLORS[name])
         # grid lines
         for c in g.cols:
             x = g.xr[c]
