@@ -217,7 +217,7 @@ def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path) -> N
         except OSError as e:
             note = f"image unreadable: {e}"
     else:
-        note = f"image not available:\n{r.image.path}"
+        note = "image not available:\n" + textwrap.shorten(Path(r.image.path).name, width=40, placeholder="…")
     if img is None:
         img = np.full((h, w, 3), 235, dtype=np.uint8)
     ax.imshow(img, extent=(0, w, h, 0), interpolation="nearest")
