@@ -83,20 +83,27 @@ def _run(client, image: str, argv: list[str], entrypoint=None) -> str:
         c.remove(force=True)
 
 
+def _world_readable(root: Path) -> Path:
+    """pytest's temporary directories are private (0700); the containers run as uid 10001."""
+    for p in [root, *root.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return root
+
+
 @pytest.fixture(scope="session")
 def sheets_suite(tmp_path_factory) -> Path:
     from pointfail.suites import sheets
 
     out = tmp_path_factory.mktemp("suite") / "sheets"
     sheets.generate(out, n=6, seed=3)
-    return out
+    return _world_readable(out)
 
 
 @pytest.fixture(scope="session")
 def tiny_weights(tmp_path_factory) -> Path:
     from pointfail.testing import tiny
 
-    return tiny.build(TINY_FAMILY, tmp_path_factory.mktemp("tiny") / TINY_FAMILY, seed=0)
+    return _world_readable(tiny.build(TINY_FAMILY, tmp_path_factory.mktemp("tiny") / TINY_FAMILY, seed=0))
 
 
 def test_base_from_debian_packages(client, base_lock):

@@ -4,6 +4,7 @@ wheelhouse check, job-directory resume bookkeeping, study files, image path mapp
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 from pathlib import Path
 
@@ -213,3 +214,19 @@ def test_container_kwargs_lock_the_container_down(tmp_path, monkeypatch):
     assert gpu["device_requests"][0]["Count"] == -1 and gpu["device_requests"][0]["Capabilities"] == [["gpu"]]
     monkeypatch.setenv("POINTFAIL_GPU", "0")
     assert container.host_has_gpu() is False
+
+
+def test_unreadable_by_reads_permission_bits(tmp_path):
+    root = tmp_path / "weights"
+    (root / "sub").mkdir(parents=True)
+    f = root / "sub" / "model.safetensors"
+    f.write_bytes(b"x")
+    for p, mode in ((root, 0o755), (root / "sub", 0o755), (f, 0o644)):
+        p.chmod(mode)
+    assert container.unreadable_by(root, 10001, 10001) is None
+    f.chmod(0o600)
+    assert container.unreadable_by(root, 10001, 10001) == f
+    f.chmod(0o644)
+    root.chmod(0o700)  # what pytest's tmp_path gives: the container user could not enter it
+    assert container.unreadable_by(root, 10001, 10001) == root
+    assert container.unreadable_by(root, os.getuid(), os.getgid()) is None  # the owner can

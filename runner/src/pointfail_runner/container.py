@@ -134,6 +134,41 @@ def container_kwargs(*, family: str, job_dir: Path, weights_dir: Path, data_dirs
     return kwargs
 
 
+def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optional[Path]:
+    """The first path under ``root`` (``root`` included) that user ``uid``/``gid`` could not read
+    (a directory it cannot list and enter, a file it cannot read), by the permission bits; ``None``
+    when all are readable. A bind mount exposes ``root`` itself, so its parents do not matter.
+    Stops after ``limit`` entries."""
+    import stat
+
+    def ok(p: Path, need: int) -> bool:
+        st = p.stat()
+        if st.st_uid == uid:
+            bits = need << 6
+        elif st.st_gid == gid:
+            bits = need << 3
+        else:
+            bits = need
+        return (stat.S_IMODE(st.st_mode) & bits) == bits
+
+    root = Path(root)
+    if not ok(root, 0o5):
+        return root
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            if not ok(Path(dirpath, d), 0o5):
+                return Path(dirpath, d)
+        for f in filenames:
+            p = Path(dirpath, f)
+            if p.is_file() and not ok(p, 0o4):
+                return p
+        n += len(dirnames) + len(filenames)
+        if n > limit:
+            break
+    return None
+
+
 class _Progress:
     """Counts answered ids in the responses file incrementally (reads only new bytes)."""
 
@@ -206,6 +241,13 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
     if weights_dir is None:
         empty.mkdir(exist_ok=True)
     prepare_job_dir(job_dir)
+    if os.getuid() == 0:  # the container runs as 10001: every read-only mount must be readable by it
+        for src in [Path(weights_dir or empty), *data_dirs]:
+            bad = unreadable_by(Path(src), CONTAINER_UID, CONTAINER_UID)
+            if bad is not None:
+                raise ContainerFailed(f"{bad} is not readable by the container user {CONTAINER_UID} "
+                                      f"(make it world-readable: chmod -R o+rX {src})", exit_code=None,
+                                      timed_out=False, log_tail=[])
     use_gpu = host_has_gpu() if gpu is None else gpu
     kwargs = container_kwargs(family=family, job_dir=job_dir, weights_dir=Path(weights_dir or empty),
                               data_dirs=data_dirs, batch_size=batch_size, mem_limit=mem_limit, gpu=use_gpu,
