@@ -56,6 +56,15 @@ def suite(tmp_path_factory):
     return out, text.generate(out, n=6, seed=9)
 
 
+def test_language_mix_is_exact():
+    """The suite's languages follow the schedule: of 20 samples, 20 * 5/10 = 10 English and
+    20 * 1/10 = 2 of each other language."""
+    from pointfail.suites.common import category_schedule
+
+    langs = category_schedule(dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS)), 20, "text-language", 1)
+    assert sorted(langs) == sorted(["en"] * 10 + ["de", "fr", "es", "it", "nl"] * 2)
+
+
 def test_same_seed_same_bytes(suite, tmp_path):
     out, m = suite
     again = text.generate(tmp_path / "again", n=6, seed=9)
@@ -63,6 +72,8 @@ def test_same_seed_same_bytes(suite, tmp_path):
     for rel in m["files"]:
         assert (out / rel).read_bytes() == (tmp_path / "again" / rel).read_bytes()
     rows = [json.loads(x) for x in (out / "data/test/metadata.jsonl").read_text(encoding="utf-8").splitlines()]
+    # 6 samples: 6 * 5/10 = 3 English, 0.6 for each other language -> three of them get one
+    assert sum(r["language"] == "en" for r in rows) == 3
     for r in rows:
         sg = json.loads((out / "data/test" / r["scene_graph"]).read_text(encoding="utf-8"))
         assert {e["id"]: e for e in sg["elements"]}[r["target_id"]]["box"] == r["bbox"]

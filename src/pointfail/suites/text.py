@@ -192,12 +192,13 @@ class Page:
 class _Doc:
     """Renders one document page and records its geometry."""
 
-    def __init__(self, rng: random.Random, painter: TextPainter):
+    def __init__(self, rng: random.Random, painter: TextPainter, language: str | None = None):
         from PIL import Image, ImageDraw
 
         self.rng, self.painter = rng, painter
         self.surface = SURFACES[rng.choice(sorted(SURFACES))]
-        self.lang = rng.choices(corpus.LANGUAGES, weights=corpus.LANGUAGE_WEIGHTS)[0]
+        drawn = rng.choices(corpus.LANGUAGES, weights=corpus.LANGUAGE_WEIGHTS)[0]  # drawn either way: same stream
+        self.lang = language or drawn
         self.font = rng.choice(self.surface.fonts)
         self.size = rng.randint(*self.surface.sizes)
         self.image = Image.new("RGB", IMAGE_SIZE, self.surface.bg)
@@ -383,9 +384,10 @@ def _q(rng: random.Random, s: str) -> str:
 
 
 def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
-                category: str | None = None) -> SampleSpec:
-    """Build one text sample from ``rng``: surface, language, layout, a target of ``category``
-    (drawn with :data:`CATEGORY_WEIGHTS` when ``None``) named so that exactly one element matches.
+                category: str | None = None, language: str | None = None) -> SampleSpec:
+    """Build one text sample from ``rng``: surface, language (``language``, or drawn with
+    ``corpus.LANGUAGE_WEIGHTS`` when ``None``), layout, a target of ``category`` (drawn with
+    :data:`CATEGORY_WEIGHTS` when ``None``) named so that exactly one element matches.
 
     Raises:
         SuiteError: no target of the category can be named uniquely on this page.
@@ -395,7 +397,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     if category is None:
         category = rng.choices(cats, weights=[CATEGORY_WEIGHTS[c][1] for c in cats])[0]
     data_type = CATEGORY_WEIGHTS[category][0]
-    doc = _Doc(rng, painter)
+    doc = _Doc(rng, painter, language)
     page = doc.layout()
     words = [w for ln in page.lines for w in ln.words]
 
@@ -609,13 +611,16 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
 
 def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
     """Write an ``n``-sample text suite with ``seed`` into ``out_dir``; returns the manifest.
-    Categories follow :data:`CATEGORY_WEIGHTS` exactly (``category_schedule``); see
+    Categories follow :data:`CATEGORY_WEIGHTS` and languages ``corpus.LANGUAGE_WEIGHTS`` exactly
+    (``category_schedule``: half English, a tenth each of the others, as in PointerBench-Text); see
     :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
     painter = TextPainter()
     schedule = category_schedule({c: w for c, (_, w) in CATEGORY_WEIGHTS.items()}, n, SUITE, seed)
+    langs = category_schedule(dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS)), n, SUITE + "-language", seed)
     return generate_suite(
         suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
-        make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i]), font_names=FONTS_USED,
+        make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i], language=langs[i]),
+        font_names=FONTS_USED,
         generator_version=GENERATOR_VERSION,
     )
 
