@@ -176,3 +176,25 @@ def test_colour_bands_and_cells():
         if kinds == {"cell", "color_band"}:
             break
     assert kinds == {"cell", "color_band"}
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _col_index(name: str) -> int:
+    """Inverse of col_name, written independently: bijective base 26 (A=1 .. Z=26), minus one."""
+    v = 0
+    for ch in name:
+        v = v * 26 + (ord(ch) - 64)
+    return v - 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=20000))
+def test_col_name_roundtrip_and_order(i):
+    name = col_name(i)
+    assert name.isalpha() and name.isupper()
+    assert _col_index(name) == i
+    nxt = col_name(i + 1)
+    assert (len(nxt), nxt) > (len(name), name)  # spreadsheet order: shorter first, then alphabetical

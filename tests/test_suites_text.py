@@ -243,3 +243,21 @@ def _check_no_stray_ink(spec, bg):
             if px[x, y] != bg and not any(b[0] <= x < b[2] and b[1] <= y < b[3] for b in boxes):
                 stray += 1
     assert stray == 0
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=12).filter(lambda t: " " not in t))
+def test_split_token_invariants(tok):
+    lead, core, trail = split_token(tok)
+    assert lead + core + trail == tok
+
+    def alnum(ch):
+        return unicodedata.category(ch)[0] in "LN"
+
+    if core:
+        assert alnum(core[0]) and alnum(core[-1])
+    assert not any(alnum(c) for c in lead) and not any(alnum(c) for c in trail)
