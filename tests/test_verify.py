@@ -143,3 +143,16 @@ def test_verify_records_root_with_several_studies(tmp_path: Path, capsys: pytest
 def test_verify_without_committed_tables(study: Path) -> None:
     res = verify(study)
     assert not res.ok and "no committed tables" in res.problems[0]
+
+
+def test_records_root_skips_studies_without_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = toy_study(tmp_path / "records" / "one")
+    (tmp_path / "records" / "planned").mkdir()
+    (tmp_path / "records" / "planned" / "study.toml").write_text('[study]\nname = "planned"\n')
+    aggregate(a)
+    assert main(["verify", str(tmp_path / "records")]) == 0
+    out = capsys.readouterr().out
+    assert f"SKIP {tmp_path / 'records' / 'planned'}: study.toml but no records yet" in out and f"OK {a}" in out
+    # named explicitly, a study without records is an error
+    assert main(["verify", str(tmp_path / "records" / "planned")]) == 1
+    assert "no records files" in capsys.readouterr().out

@@ -967,20 +967,30 @@ def verify(study_dir: str | Path) -> VerifyResult:
 
 
 def find_studies(path: str | Path) -> list[Path]:
-    """``path`` itself when it is a study directory, else its subdirectories that are (a records
-    root such as ``records/``), sorted by name.
+    """``path`` itself when it is a study directory (records files or a ``study.toml``), else its
+    subdirectories that hold records files (a records root such as ``records/``; a study with only
+    a ``study.toml`` and no records yet is left out, see :func:`studies_without_records`), sorted by
+    name.
 
     Raises:
-        AggregateError: when neither holds any study.
+        AggregateError: when neither holds any study with records.
     """
     p = Path(path)
     if is_study_dir(p):
         return [p]
     if p.is_dir():
-        subs = sorted((s for s in p.iterdir() if s.is_dir() and not s.name.startswith(".") and is_study_dir(s)), key=lambda s: s.name.encode("utf-8"))
+        subs = sorted((s for s in p.iterdir() if s.is_dir() and not s.name.startswith(".") and records_files(s)), key=lambda s: s.name.encode("utf-8"))
         if subs:
             return subs
-    raise AggregateError(f"{p}: no study here (expected <study>/<model>/<benchmark>.jsonl)")
+    raise AggregateError(f"{p}: no study with records here (expected <study>/<model>/<benchmark>.jsonl)")
+
+
+def studies_without_records(root: str | Path) -> list[Path]:
+    """Subdirectories of a records root with a ``study.toml`` but no records files yet."""
+    p = Path(root)
+    if not p.is_dir() or is_study_dir(p):
+        return []
+    return sorted((s for s in p.iterdir() if s.is_dir() and (s / "study.toml").is_file() and not records_files(s)), key=lambda s: s.name.encode("utf-8"))
 
 
 __all__ = [
@@ -995,6 +1005,7 @@ __all__ = [
     "load_study",
     "records_files",
     "row_from_record",
+    "studies_without_records",
     "verify",
     "write_tables",
 ]

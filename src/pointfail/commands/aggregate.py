@@ -41,10 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _studies(paths: list[str]) -> list:
-    from pointfail.aggregate import find_studies
+    from pointfail.aggregate import find_studies, studies_without_records
 
     out = []
     for p in paths:
+        for s in studies_without_records(p):
+            print(f"SKIP {s}: study.toml but no records yet")
         out.extend(find_studies(p))
     return out
 
