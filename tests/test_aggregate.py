@@ -355,3 +355,16 @@ def test_breakdown_axes_skip_identifiers_and_continuous_numbers(tmp_path: Path) 
     lvl = {r["value"]: (r["hit"], r["n"]) for r in rows if r["axis"] == "level"}
     # level 0: i = 0, 3, ..., 27 (10 samples, odd i hit: 3, 9, 15, 21, 27 -> 5)
     assert lvl == {"0": ("5", "10"), "1": ("5", "10"), "2": ("5", "10")}
+
+
+def test_rewrite_removes_only_stale_tables(toy: Path) -> None:
+    aggregate(toy)
+    t = toy / "tables"
+    (t / "notes.md").write_text("kept\n")  # not a table: never touched
+    assert (t / "pairwise.csv").is_file()
+    import shutil
+
+    shutil.rmtree(toy / "beta")  # one model left: no pairwise table any more
+    files = aggregate(toy)
+    assert "pairwise.csv" not in files and not (t / "pairwise.csv").exists()
+    assert (t / "notes.md").read_text() == "kept\n"

@@ -865,13 +865,21 @@ def build_tables(study: Study) -> dict[str, bytes]:
 
 
 def write_tables(files: dict[str, bytes], out_dir: str | Path) -> list[Path]:
-    """Write table files into ``out_dir`` (created), removing table files a previous run left that
-    this run does not produce (``*.md``, ``*.csv``, ``*.json``, ``SHA256SUMS``). Returns the paths."""
+    """Write table files into ``out_dir`` (created). Table files a previous run wrote there (the
+    names in its ``SHA256SUMS``) that this run does not produce are removed, so the folder never
+    keeps a stale table; nothing else in the folder is touched. Returns the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    for old in d.iterdir():
-        if old.is_file() and old.name not in files and (old.suffix in {".md", ".csv", ".json"} or old.name == "SHA256SUMS"):
-            old.unlink()
+    old_sums = d / "SHA256SUMS"
+    if old_sums.is_file():
+        try:
+            previous = parse_sha256sums(old_sums.read_bytes())
+        except ValueError:
+            previous = {}
+        for name in previous:
+            old = d / name
+            if name not in files and "/" not in name and old.is_file():
+                old.unlink()
     paths = []
     for name in sorted(files):
         p = d / name
