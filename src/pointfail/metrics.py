@@ -264,8 +264,9 @@ def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resa
     Args:
         clusters: one ``(hits, n)`` pair per cluster, **in a fixed order** (sort clusters by key
             first: the result depends on the order), ``n >= 1``.
-        seed: integer seed for ``numpy.random.Generator(PCG64(seed))``; derive it with
-            :func:`derive_seed` from the study seed and the table cell, never from ``hash()``.
+        seed: integer seed; its low 32 bits seed ``numpy.random.RandomState`` (the legacy generator,
+            whose stream NEP 19 freezes across numpy versions); derive it with :func:`derive_seed`
+            from the study seed and the table cell, never from ``hash()``.
         resamples: number of bootstrap replicates B.
 
     Returns:
@@ -279,10 +280,12 @@ def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resa
     c = len(clusters)
     if c == 0:
         raise ValueError("bootstrap over zero clusters")
-    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    # numpy's legacy RandomState (Mersenne Twister): its stream is frozen across numpy versions
+    # (NEP 19), unlike Generator's, so committed intervals regenerate on any numpy.
+    rng = np.random.RandomState(int(seed) & 0xFFFFFFFF)
     h = np.fromiter((x[0] for x in clusters), dtype=np.int64, count=c)
     n = np.fromiter((x[1] for x in clusters), dtype=np.int64, count=c)
-    idx = rng.integers(0, c, size=(resamples, c), dtype=np.int32)  # replicate r draws clusters idx[r]
+    idx = rng.randint(0, c, size=(resamples, c), dtype=np.int32)  # replicate r draws clusters idx[r]
     return h[idx].sum(axis=1), n[idx].sum(axis=1)
 
 
