@@ -263,14 +263,18 @@ def test_study_end_to_end_into_records(client, build, base_lock, sheets_suite, t
         f'checkpoint = "tiny-random"\nweights = "{tiny_weights}"\nmax_new_tokens = 12\n')
     counts = run_study(st, repo=REPO, records_root=tmp_path / "records", work_root=tmp_path / "work",
                        wheelhouse=WHEELHOUSE, variant="cpu", progress=False, client=client, base_lock=base_lock,
-                       log=lambda s: None)
-    assert counts == {"center": {"sheets": 6}, "ocr": {"sheets": 6}, "tiny-qwen": {"sheets": 6}}
+                       limit=3, log=lambda s: None)
+    assert counts == {"center": {"sheets": 3}, "ocr": {"sheets": 3}, "tiny-qwen": {"sheets": 3}}
     center = read_records(tmp_path / "records/center/sheets.jsonl")
-    assert [r.parse.points[0] for r in center] == [[0.5, 0.5]] * 6  # the centre of every image
+    assert [r.parse.points[0] for r in center] == [[0.5, 0.5]] * 3  # the centre of every image
     for model in ("center", "ocr", "tiny-qwen"):
         recs = read_records(tmp_path / f"records/{model}/sheets.jsonl")
         assert [r.sample_id for r in recs] == sorted(r.sample_id for r in recs)
         assert all(r.outcome in ("hit", "miss", "no_prediction") for r in recs)
         assert all(r.provenance.image_digest and r.provenance.image_digest.startswith("sha256:") for r in recs)
-    ocr_hits = sum(r.outcome == "hit" for r in read_records(tmp_path / "records/ocr/sheets.jsonl"))
-    assert ocr_hits >= 1  # the OCR baseline reads real rendered text
+    # Tesseract ran inside the no-network, read-only container and every answer parsed as json_pixels
+    # (how often the OCR baseline hits is its own test's business, in-process).
+    ocr = read_records(tmp_path / "records/ocr/sheets.jsonl")
+    assert all(r.response.error is None and r.outcome in ("hit", "miss") for r in ocr)
+    qwen = read_records(tmp_path / "records/tiny-qwen/sheets.jsonl")
+    assert all(r.response.model_input_size and r.provenance.packages["torch"] == "2.13.0+cpu" for r in qwen)

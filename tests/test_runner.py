@@ -230,3 +230,14 @@ def test_unreadable_by_reads_permission_bits(tmp_path):
     root.chmod(0o700)  # what pytest's tmp_path gives: the container user could not enter it
     assert container.unreadable_by(root, 10001, 10001) == root
     assert container.unreadable_by(root, os.getuid(), os.getgid()) is None  # the owner can
+
+
+def test_ensure_engine_never_starts_a_local_engine_for_a_remote_host(tmp_path, monkeypatch):
+    pytest.importorskip("docker")
+    from pointfail_runner.engine import EngineError, ensure_engine
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
+    with pytest.raises(EngineError, match="does not answer; not starting a local engine"):
+        ensure_engine(timeout=1)
+    with pytest.raises(EngineError, match="no Docker Engine answers; start one"):
+        ensure_engine(timeout=1, start=False)
