@@ -35,6 +35,10 @@ Counting rules (``shared/seeds/pointfail-study.txt``, "Computing the metrics"):
   redistributed.
 * Rates are exact fractions rounded once, half to even, to the decimals each column states.
 
+Bootstrap settings: ``[aggregate] bootstrap_seed`` (default 0) and ``bootstrap_resamples`` (default
+1000) in ``records/<study>/study.toml``, when present; both are printed in the tables' notes and in
+``summary.json``.
+
 Determinism: files are read in sorted path order, every group is a dict keyed by strings and every
 output row is sorted by explicit keys; bootstrap seeds derive from the study seed and the cell's
 names through sha256; no output depends on locale, hash seed, time zone, directory order or the
