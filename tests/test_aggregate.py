@@ -368,3 +368,10 @@ def test_rewrite_removes_only_stale_tables(toy: Path) -> None:
     files = aggregate(toy)
     assert "pairwise.csv" not in files and not (t / "pairwise.csv").exists()
     assert (t / "notes.md").read_text() == "kept\n"
+
+
+def test_study_toml_bootstrap_settings(toy: Path) -> None:
+    (toy / "study.toml").write_text('[study]\nname = "toy"\n\n[aggregate]\nbootstrap_seed = 3\nbootstrap_resamples = 200\n')
+    files = aggregate(toy)
+    assert json.loads(files["summary.json"])["bootstrap"] == {"seed": 3, "resamples": 200, "level": 0.95, "cluster": "image"}
+    assert "200 resamples, seed 3" in files["headline.md"].decode()
