@@ -261,6 +261,11 @@ class Record(_Model):
     ``judge`` is the study's primary judge (its label is the failure mode in the tables);
     ``other_judgments`` holds further judges' verdicts on the same miss (e.g. an Ollama judge beside
     the oracle) for agreement reports. Both stay ``None``/empty unless ``outcome == "miss"``.
+
+    ``error`` explains an ``error`` outcome: the worker's reason (``worker: ...``, copied from
+    ``response.error``) or why the sample could not be scored (``scoring: ...``: an unreadable mask,
+    a mask whose size differs from the image, a resized-input frame without a model-input size).
+    Such samples are counted apart as infrastructure errors, never as model outcomes.
     """
 
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -277,6 +282,7 @@ class Record(_Model):
     response: Response
     parse: Optional[ParseResult] = None
     outcome: Outcome
+    error: Optional[str] = None
     geometry: Geometry = Field(default_factory=Geometry)
     official: Optional[OfficialScore] = None
     judge: Optional[Judgment] = None
