@@ -263,19 +263,37 @@ def test_build_record_scores_and_keeps_everything(study_files):
 
 def test_build_record_worker_error_is_not_scored(study_files):
     _, mask = study_files
+    resp = Response(error="out of memory", seconds=2.5)
     rec = build_record(study="st", model="m", family="molmo", sample=make_sample(mask), prompt=PROMPT,
-                       response=Response(error="out of memory"))
-    assert rec.outcome == "error" and rec.parse is None and rec.response.error == "out of memory"
+                       response=resp)
+    assert rec.outcome == "error" and rec.parse is None
+    assert rec.error == "worker: out of memory"
+    assert rec.response == resp  # stored exactly as the worker wrote it
+    assert rec.geometry.in_target is None and rec.official is None
 
 
-def test_build_record_bad_mask_is_an_explained_error(study_files, tmp_path):
+def test_build_record_wrong_size_mask_is_an_explained_error(study_files, tmp_path):
     small = tmp_path / "small.png"
     Image.new("L", (10, 10)).save(small)
     resp = Response(raw_text='<point x="50" y="50">b</point>')
     rec = build_record(study="st", model="m", family="molmo", sample=make_sample(small), prompt=PROMPT, response=resp)
     assert rec.outcome == "error"
-    assert rec.response.error.startswith("scoring: ") and "10x10" in rec.response.error and "100x80" in rec.response.error
-    assert rec.response.raw_text == resp.raw_text and rec.parse.points == [[0.5, 0.5]]
+    assert rec.error.startswith("scoring: ") and "10x10" in rec.error and "100x80" in rec.error
+    # the worker's response is untouched: response.error is only ever the worker's own error
+    assert rec.response == resp and rec.response.error is None
+    # 50 % of 100x80 -> (0.5, 0.5): the parse is kept
+    assert rec.parse.points == [[0.5, 0.5]]
+
+
+def test_build_record_unreadable_mask_is_an_explained_error(tmp_path):
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
+    resp = Response(raw_text='<point x="10" y="20">b</point>')
+    rec = build_record(study="st", model="m", family="molmo", sample=make_sample(broken), prompt=PROMPT,
+                       response=resp)
+    assert rec.outcome == "error" and rec.error.startswith("scoring: ") and "broken.png" in rec.error
+    assert rec.response.raw_text == resp.raw_text and rec.response.error is None
+    assert rec.parse.points == [[0.1, 0.2]]
 
 
 def test_build_record_missing_model_input_size_is_an_explained_error(study_files):
@@ -283,7 +301,16 @@ def test_build_record_missing_model_input_size_is_an_explained_error(study_files
     resp = Response(raw_text='{"point_2d": [10, 10]}')  # qwen2_5_vl: resized-input pixels
     rec = build_record(study="st", model="m", family="qwen2_5_vl", sample=make_sample(mask), prompt=PROMPT,
                        response=resp)
-    assert rec.outcome == "error" and "model_input_size" in rec.response.error
+    assert rec.outcome == "error" and rec.error.startswith("scoring: ") and "model_input_size" in rec.error
+    assert rec.response == resp and rec.parse is None  # no parse without the frame's size
+
+
+def test_build_record_scored_outcomes_have_no_error(study_files):
+    _, mask = study_files
+    for text, outcome in (('<point x="50" y="50">b</point>', "hit"), ("no idea", "no_prediction")):
+        rec = build_record(study="st", model="m", family="molmo", sample=make_sample(mask), prompt=PROMPT,
+                           response=Response(raw_text=text))
+        assert rec.outcome == outcome and rec.error is None
 
 
 def _fake_official(monkeypatch, fn):

@@ -197,11 +197,18 @@ def build_record(
         allow_rescale: accept a same-aspect mask of another size (see ``geometry.load_mask``).
 
     Returns:
-        The record. ``outcome == "error"`` (never scored) when ``response.error`` is set (parse
-        ``None``), or when scoring cannot be done for reasons outside the model's text: an
-        unreadable or wrong-size mask, a target missing its data, or a frame conversion lacking
-        the model-input size. In those cases the raw text is kept, the parse is kept when there is
-        one, and ``response.error`` is set to ``"scoring: <reason>"`` so the record explains itself.
+        The record. ``outcome == "error"`` (never scored, counted apart as an infrastructure error)
+        with ``Record.error`` explaining it, in two cases:
+
+        * the worker reported an error (``response.error`` set): ``Record.error`` is
+          ``"worker: <response.error>"`` and the parse is ``None``;
+        * the sample cannot be scored for reasons outside the model's text: an unreadable mask, a
+          mask whose size differs from the image (both sizes named), a target missing its data, or
+          a resized-input frame without the model-input size. ``Record.error`` is
+          ``"scoring: <reason>"``; the raw text is kept and so is the parse when there is one.
+
+        ``response`` is stored exactly as the worker wrote it: ``response.error`` stays the
+        worker's own error, never a scoring reason.
 
     Raises:
         KeyError: unknown family name.
@@ -221,25 +228,24 @@ def build_record(
         target=sample.target,
         metadata=sample.metadata,
         prompt=prompt,
+        response=response,
         provenance=provenance or Provenance(),
     )
     if response.error:
-        return Record(**common, response=response, parse=None, outcome="error")
+        return Record(**common, parse=None, outcome="error", error=f"worker: {response.error}")
 
     mis = tuple(response.model_input_size) if response.model_input_size else None
     try:
         parse = fam.parse(response.raw_text or "", size, mis, task=sample.task)
     except FrameError as e:
-        failed = response.model_copy(update={"error": f"scoring: {e}"})
-        return Record(**common, response=failed, parse=None, outcome="error")
+        return Record(**common, parse=None, outcome="error", error=f"scoring: {e}")
     try:
         region = TargetRegion.from_target(sample.target, size, base_dir, allow_rescale=allow_rescale)
     except GeometryError as e:
-        failed = response.model_copy(update={"error": f"scoring: {e}"})
-        return Record(**common, response=failed, parse=parse, outcome="error")
+        return Record(**common, parse=parse, outcome="error", error=f"scoring: {e}")
     outcome, geometry = score_parse(parse, region, sample.task, size)
     official = _official_score(sample, parse, region)
-    return Record(**common, response=response, parse=parse, outcome=outcome, geometry=geometry, official=official)
+    return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official)
 
 
 class ScoreResult(BaseModel):
