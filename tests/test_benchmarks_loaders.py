@@ -80,20 +80,102 @@ def test_point_bench_reference_point_from_row_field(tmp_path):
     assert (s2.metadata["reference_point_x_px"], s2.metadata["reference_point_y_px"]) == (10.0, 1.0)
 
 
-def test_point_bench_reports_every_problem_by_name(tmp_path):
+def test_point_bench_reports_every_missing_file_by_name(tmp_path):
     root = builders.point_bench(tmp_path / "pb")
     (root / "images" / "counting" / "b.png").unlink()
     (root / "masks" / "s1_mask.png").unlink()
+    # a wrong-size mask does not stop the load, missing files do: only the two missing files are listed
     builders.mask_png(root / "masks" / "s2_mask.png", builders.rect_mask(size=(21, 10)))
-    builders.mask_png(root / "masks" / "cafe_mask.png", np.full((10, 20), 127, np.uint8))
     with pytest.raises(BenchmarkError) as e:
         load("point-bench", root)
     msg = str(e.value)
-    assert len(e.value.problems) == 4
+    assert len(e.value.problems) == 2
     assert "missing image" in msg and "images/counting/b.png" in msg
     assert "missing mask" in msg and "s1_mask.png" in msg
+    assert sorted(Path(f).name for f in e.value.files) == ["b.png", "s1_mask.png"]
+
+
+def test_point_bench_unusable_masks_load_with_a_warning(tmp_path):
+    root = builders.point_bench(tmp_path / "pb")
+    builders.mask_png(root / "masks" / "s2_mask.png", builders.rect_mask(size=(21, 10)))  # wrong size
+    builders.mask_png(root / "masks" / "cafe_mask.png", np.full((10, 20), 127, np.uint8))  # empty at > 127
+    (root / "masks" / "s1_mask.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")  # unreadable
+    with pytest.warns(UserWarning) as w:
+        samples = load("point-bench", root)
+    msg = str(w[0].message)
+    assert "3 sample(s) with an unusable mask" in msg
     assert "s2_mask.png is 21x10, its image is 20x10" in msg
-    assert "cafe_mask.png is empty" in msg
+    assert "cafe_mask.png is empty (no pixel > 127)" in msg
+    assert "unreadable mask" in msg and "s1_mask.png" in msg
+    by = {s.sample_id: s for s in samples}
+    assert len(samples) == 4
+    for sid in ("steerable/s2.png", f"affordable/{builders.NFC_NAME}", "steerable/s1.png"):
+        t = by[sid].target
+        assert t.kind == "mask" and t.area_px is None
+        assert t.sha256 == sha256_file(t.mask_path)  # the bytes are still identified
+    # the good mask is measured as before: 2*4 + 2*2 = 12 pixels
+    assert by["counting/b.png"].target.area_px == 12.0
+
+
+def _replies_for_point_bench() -> dict[str, str]:
+    """Molmo replies (percent of the 20x10 images) aimed at each fixture mask."""
+    return {
+        # b_mask: rows 0-1, columns 0-3 -> (10 %, 10 %) = pixel (2, 1): inside -> hit
+        "counting/b.png": '<point x="10" y="10">apple</point>',
+        # cafe_mask: row 5, columns 5-7 -> (32.5 %, 55 %) = pixel (6.5, 5.5): inside -> hit
+        f"affordable/{builders.NFC_NAME}": '<point x="32.5" y="55">handle</point>',
+        # s1_mask: rows 1-2, columns 10-12 -> (90 %, 90 %) = pixel (18, 9): outside -> miss
+        "steerable/s1.png": '<point x="90" y="90">thing</point>',
+        # s2_mask is made 21x10 below: whatever the point, the sample cannot be scored
+        "steerable/s2.png": '<point x="35" y="40">thing</point>',
+    }
+
+
+def test_point_bench_wrong_size_mask_end_to_end(tmp_path):
+    """Load -> prompt -> build_record for every sample: the wrong-size mask becomes an explained
+    error naming both sizes; the other samples are scored."""
+    from pointfail import geometry
+    from pointfail.families import get_family
+    from pointfail.prompts import build_prompt
+    from pointfail.records import Response
+    from pointfail.scoring import build_record
+
+    geometry.mask_cache_clear()
+    root = builders.point_bench(tmp_path / "pb")
+    builders.mask_png(root / "masks" / "s2_mask.png", builders.rect_mask(size=(21, 10)))
+    with pytest.warns(UserWarning, match="1 sample"):
+        samples = load("point-bench", root)
+    fam = get_family("molmo")
+    replies = _replies_for_point_bench()
+    records = {s.sample_id: build_record(study="t", model="molmo-7b", family=fam, sample=s,
+                                         prompt=build_prompt(fam, s), response=Response(raw_text=replies[s.sample_id]))
+               for s in samples}
+    bad = records["steerable/s2.png"]
+    assert bad.outcome == "error" and bad.error.startswith("scoring: ")
+    assert "21x10" in bad.error and "20x10" in bad.error
+    assert bad.response.raw_text == replies["steerable/s2.png"] and bad.response.error is None
+    assert bad.parse.points == [[0.35, 0.4]]
+    assert {k: r.outcome for k, r in records.items() if k != "steerable/s2.png"} == {
+        "counting/b.png": "hit", f"affordable/{builders.NFC_NAME}": "hit", "steerable/s1.png": "miss"}
+    assert all(r.error is None for k, r in records.items() if k != "steerable/s2.png")
+    # the miss is scored geometrically (pixel-centre rule): the point's pixel (18, 9) has centre
+    # (18.5, 9.5); the nearest mask pixel (12, 2) has centre (12.5, 2.5): hypot(6, 7)
+    assert records["steerable/s1.png"].geometry.distance_px == pytest.approx(np.hypot(6, 7))
+
+
+def test_point_bench_empty_mask_is_an_explained_error_record(tmp_path):
+    from pointfail import geometry
+    from pointfail.records import Prompt, Response
+    from pointfail.scoring import build_record
+
+    geometry.mask_cache_clear()
+    root = builders.point_bench(tmp_path / "pb")
+    builders.mask_png(root / "masks" / "cafe_mask.png", np.zeros((10, 20), np.uint8))
+    with pytest.warns(UserWarning, match="is empty"):
+        s = {x.sample_id: x for x in load("point-bench", root)}[f"affordable/{builders.NFC_NAME}"]
+    rec = build_record(study="t", model="m", family="molmo", sample=s, prompt=Prompt(original="a", core="a", sent="a"),
+                       response=Response(raw_text='<point x="32.5" y="55">h</point>'))
+    assert rec.outcome == "error" and "cafe_mask.png is empty" in rec.error
 
 
 def test_point_bench_bad_category_and_duplicate(tmp_path):
@@ -144,6 +226,18 @@ def test_where2place_missing_mask_and_bad_json_line(tmp_path):
         load("where2place", root)
 
 
+def test_where2place_unusable_masks_load(tmp_path):
+    root = builders.where2place(tmp_path / "w2p", n=3)
+    builders.jpeg(root / "masks" / "00.jpg", size=(20, 11), color=(255, 255, 255))  # wrong size
+    builders.jpeg(root / "masks" / "02.jpg", size=(20, 10), color=(0, 0, 0))  # empty
+    with pytest.warns(UserWarning) as w:
+        samples = load("where2place", root)
+    msg = str(w[0].message)
+    assert "2 sample(s)" in msg and "00.jpg is 20x11, its image is 20x10" in msg and "02.jpg is empty" in msg
+    assert [s.sample_id for s in samples] == ["000", "001", "002"]
+    assert [s.target.area_px for s in samples] == [None, 20.0, None]
+
+
 # ------------------------------------------------------------------------------- RefSpatial
 
 def test_refspatial_layout(tmp_path):
@@ -163,6 +257,25 @@ def test_refspatial_missing_split(tmp_path):
     shutil.rmtree(root / "Unseen")
     with pytest.raises(BenchmarkError, match=r"missing file .*Unseen/question.json"):
         load("refspatial", root)
+
+
+def test_refspatial_unusable_mask_loads_and_is_an_error_record(tmp_path):
+    from pointfail import geometry
+    from pointfail.records import Prompt, Response
+    from pointfail.scoring import build_record
+
+    geometry.mask_cache_clear()
+    root = builders.refspatial(tmp_path / "rs")
+    builders.mask_png(root / "Unseen" / "mask" / "0.png", builders.rect_mask(size=(40, 20)))
+    with pytest.warns(UserWarning, match=r"Unseen/mask/0.png is 40x20, its image is 20x10"):
+        samples = load("refspatial", root)
+    assert [s.sample_id for s in samples] == ["location/0000", "placement/0000", "unseen/0000"]
+    prompt = Prompt(original="a", core="a", sent="a")
+    # showui replies in 0-1 floats: (0.35, 0.4) of 20x10 = pixel (7, 4), inside rect_mask's 5..9 x 2..5
+    recs = [build_record(study="t", model="m", family="showui", sample=s, prompt=prompt,
+                         response=Response(raw_text="[0.35, 0.4]")) for s in samples]
+    assert [r.outcome for r in recs] == ["hit", "hit", "error"]
+    assert "40x20" in recs[2].error and "20x10" in recs[2].error
 
 
 # ------------------------------------------------------------------------------- ScreenSpot-Pro

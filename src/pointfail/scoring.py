@@ -24,8 +24,8 @@ metrics"; PointerBench's box rule). Exactly one outcome per sample:
   no box is ``no_prediction``. Aggregation counts absent rows apart (correctly declined,
   hallucinated a location), as the grounding-metrics document asks.
 * ``error`` (infrastructure) is never produced by :func:`score_parse`; :func:`build_record` sets it
-  when the worker reported an error, or when the target cannot be used (unreadable or wrong-size
-  mask) or the frame conversion lacks what it needs (e.g. the model-input size).
+  when the worker reported an error, or when the target cannot be used (unreadable, empty or
+  wrong-size mask) or the frame conversion lacks what it needs (e.g. the model-input size).
 
 Geometry: ``distance_px`` in pixels of the original image (0 inside; pixel-centre convention for
 masks, exact for boxes and polygons), ``distance_norm`` = ``distance_px`` / image diagonal.
@@ -203,7 +203,8 @@ def build_record(
         * the worker reported an error (``response.error`` set): ``Record.error`` is
           ``"worker: <response.error>"`` and the parse is ``None``;
         * the sample cannot be scored for reasons outside the model's text: an unreadable mask, a
-          mask whose size differs from the image (both sizes named), a target missing its data, or
+          mask whose size differs from the image (both sizes named), an empty mask (no pixel in the
+          target: no point could hit it), a target missing its data, or
           a resized-input frame without the model-input size. ``Record.error`` is
           ``"scoring: <reason>"``; the raw text is kept and so is the parse when there is one.
 
@@ -243,6 +244,10 @@ def build_record(
         region = TargetRegion.from_target(sample.target, size, base_dir, allow_rescale=allow_rescale)
     except GeometryError as e:
         return Record(**common, parse=parse, outcome="error", error=f"scoring: {e}")
+    if region.kind == "mask" and region.area_px == 0:
+        return Record(**common, parse=parse, outcome="error",
+                      error=f"scoring: mask {sample.target.mask_path} is empty (no pixel in the target after "
+                            f"binarization; see geometry.binarize_mask_image)")
     outcome, geometry = score_parse(parse, region, sample.task, size)
     official = _official_score(sample, parse, region)
     return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official)

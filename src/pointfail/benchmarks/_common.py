@@ -11,7 +11,7 @@ import json
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pointfail.records import ImageRef, canonical_json, sha256_bytes, sha256_file
 
@@ -23,7 +23,9 @@ __all__ = [
     "nfc",
     "NfcIndex",
     "image_ref",
-    "mask_stats",
+    "MaskCheck",
+    "check_mask",
+    "warn_mask_problems",
     "boxes_sha256",
     "check_box",
 ]
@@ -182,40 +184,66 @@ def image_ref(path: Path, *, expected_size: tuple[int, int] | None = None,
                     sha256=sha256_file(path) if hash_file else None)
 
 
-def mask_stats(path: Path, image_size: tuple[int, int], problems: Problems,
-               threshold: int = 127) -> tuple[str, float] | None:
-    """Check a mask file against its image and measure it.
+class MaskCheck(NamedTuple):
+    """What :func:`check_mask` found: ``sha256`` of the file bytes (``None`` when they cannot be
+    read), ``area_px`` (pixels inside the mask; ``None`` when the mask is unusable) and ``problem``
+    (``None`` for a usable mask, else one line naming the file and what is wrong)."""
+
+    sha256: str | None
+    area_px: float | None
+    problem: str | None
+
+
+def check_mask(path: Path, image_size: tuple[int, int], threshold: int = 127) -> MaskCheck:
+    """Check a mask file against its image and measure it, without raising.
 
     The mask is binarized the Point-Bench way (a pixel is inside when its value is > ``threshold``;
     for a multi-channel mask, when any channel is). It must be the image's size ``(W, H)``.
 
+    A per-sample mask problem (unreadable or corrupt file, wrong size, empty mask) is *returned*,
+    not raised: the loader keeps the sample and the scorer records it as an ``error`` outcome with
+    the reason (``scoring.build_record``), as the project's standard asks ("a wrong-size mask ...
+    becomes a recorded, explained outcome for that sample, and the run continues"). A *missing*
+    mask file is the loader's to report (it raises :class:`BenchmarkError`).
+
     Returns:
-        ``(sha256 of the file bytes, area in pixels inside the mask)``, or ``None`` after recording
-        a problem (unreadable file, wrong size, empty mask).
+        :class:`MaskCheck`; ``problem`` is e.g. ``"mask DIR/masks/a.png is 21x10, its image is
+        20x10"``, ``"unreadable mask ...: <reason>"`` or ``"mask ... is empty (no pixel > 127)"``.
     """
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
     try:
+        sha = sha256_file(path)
+    except OSError as e:
+        return MaskCheck(None, None, f"unreadable mask {path}: {e}")
+    try:
         with Image.open(path) as im:
             if im.size != tuple(image_size):
-                problems.add(f"mask {path} is {im.size[0]}x{im.size[1]}, its image is "
-                             f"{image_size[0]}x{image_size[1]}", path)
-                return None
+                return MaskCheck(sha, None, f"mask {path} is {im.size[0]}x{im.size[1]}, its image is "
+                                            f"{image_size[0]}x{image_size[1]}")
             if im.mode == "1":
                 im = im.convert("L")
             arr = np.asarray(im)
-    except (OSError, UnidentifiedImageError) as e:
-        problems.add(f"unreadable mask {path}: {e}", path)
-        return None
+    except (OSError, UnidentifiedImageError, ValueError) as e:
+        return MaskCheck(sha, None, f"unreadable mask {path}: {e}")
     inside = arr > threshold
     if inside.ndim == 3:
         inside = inside.any(axis=2)
     area = int(inside.sum())
     if area == 0:
-        problems.add(f"mask {path} is empty (no pixel > {threshold})", path)
-        return None
-    return sha256_file(path), float(area)
+        return MaskCheck(sha, None, f"mask {path} is empty (no pixel > {threshold})")
+    return MaskCheck(sha, float(area), None)
+
+
+def warn_mask_problems(benchmark: str, problems: list[str]) -> None:
+    """Warn (``UserWarning``, once per load) that some samples carry an unusable mask: they are
+    loaded and will be recorded as ``error`` outcomes with the reason; the first five are listed."""
+    if problems:
+        import warnings
+
+        warnings.warn(f"{benchmark}: {len(problems)} sample(s) with an unusable mask, loaded and to be "
+                      f"recorded as errors by the scorer: {problems[:5]}", stacklevel=3)
 
 
 def boxes_sha256(boxes: list[list[float]]) -> str:

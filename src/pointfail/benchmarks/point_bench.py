@@ -34,7 +34,7 @@ from typing import Any
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, mask_stats, nfc, read_json
+from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, nfc, read_json
 
 NAME = "point-bench"
 CATEGORIES = ("affordable", "counting", "spatial", "reasoning", "steerable")
@@ -83,13 +83,18 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
         ``category``, ``count`` and ``reference_point`` (``loaded``/``absent``/``n/a``), sorted by
         ``sample_id`` = ``<category>/<image_filename NFC>``.
 
+    A mask that exists but is unreadable, empty or not the image's size does not stop the load: the
+    sample is kept (``target.area_px`` ``None``), a ``UserWarning`` lists such samples, and
+    :func:`pointfail.scoring.build_record` records it as an ``error`` outcome with the reason.
+
     Raises:
         BenchmarkError: ``data.json`` missing or malformed; a row with a bad field; an image or mask
-            missing, unreadable, empty or of the wrong size; two rows with the same id. Every
-            problem is listed, each naming its file and row.
+            file missing; an image unreadable; two rows with the same id. Every problem is listed,
+            each naming its file and row.
     """
     root = Path(data_dir)
     problems = Problems(NAME)
+    mask_problems: list[str] = []
     rows = read_json(root / "data.json", NAME)
     if not isinstance(rows, list):
         problems.add(f"{root / 'data.json'}: expected a JSON list of rows, got {type(rows).__name__}")
@@ -143,10 +148,10 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
         img = image_ref(img_path, problems=problems)
         if img is None:
             continue
-        stats = mask_stats(mask_path, (img.width, img.height), problems)
-        if stats is None:
-            continue
-        mask_sha, area = stats
+        mcheck = check_mask(mask_path, (img.width, img.height))
+        if mcheck.problem:
+            mask_problems.append(f"{where}: {mcheck.problem}")
+        mask_sha, area = mcheck.sha256, mcheck.area_px
         metadata: dict[str, Any] = {"category": category, "count": count}
         if category == "steerable":
             pts = _reference_points(row.get("points")) or pixmo.get(name)
@@ -169,6 +174,7 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
                               instruction=str(row["user_input"]), task="point", target=target,
                               metadata=metadata)
     problems.raise_if_any()
+    warn_mask_problems(NAME, mask_problems)
     if skipped:
         warnings.warn(f"{NAME}: {len(skipped)} row(s) without mask_filename skipped, as the official "
                       f"evaluator does: {skipped[:5]}", stacklevel=2)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, mask_stats, read_json
+from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, read_json
 
 NAME = "refspatial"
 SPLITS = ("Location", "Placement", "Unseen")
@@ -40,12 +40,17 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
         ``metadata``: ``split``, ``category``, ``step`` (reasoning steps), ``object``,
         ``directive_suffix``; sorted by ``sample_id``.
 
+    A mask that exists but is unreadable, empty or not the image's size does not stop the load: the
+    sample is kept (``target.area_px`` ``None``), a ``UserWarning`` lists such samples, and
+    :func:`pointfail.scoring.build_record` records it as an ``error`` outcome with the reason.
+
     Raises:
         BenchmarkError: a split directory or its ``question.json`` is missing; a row lacks a field;
-            an image or mask is missing, unreadable, empty or not the image's size; duplicate ids.
+            an image or mask file is missing; an image is unreadable; duplicate ids.
     """
     root = Path(data_dir)
     problems = Problems(NAME)
+    mask_problems: list[str] = []
     samples: dict[str, Sample] = {}
     files = NfcIndex(root)
 
@@ -91,10 +96,10 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
             img = image_ref(img_path, problems=problems)
             if img is None:
                 continue
-            stats = mask_stats(mask_path, (img.width, img.height), problems)
-            if stats is None:
-                continue
-            sha, area = stats
+            mcheck = check_mask(mask_path, (img.width, img.height))
+            if mcheck.problem:
+                mask_problems.append(f"{where}: {mcheck.problem}")
+            sha, area = mcheck.sha256, mcheck.area_px
             prompt = str(row["prompt"]).strip()
             suffix = str(row.get("suffix") or "").strip()
             instruction = f"{prompt} {suffix}" if suffix else prompt
@@ -113,5 +118,6 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
                           "step": step, "object": str(row.get("object") or ""),
                           "directive_suffix": suffix})
     problems.raise_if_any()
+    warn_mask_problems(NAME, mask_problems)
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, mask_stats, read_jsonl
+from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, read_jsonl
 
 NAME = "where2place"
 AXES = ("category",)
@@ -34,12 +34,17 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
         ``category`` (``seen``/``unseen``) and ``question_id``; ``sample_id`` is the question id
         zero-padded to 3 digits; sorted by ``sample_id``.
 
+    A mask that exists but is unreadable, empty or not the image's size does not stop the load: the
+    sample is kept (``target.area_px`` ``None``), a ``UserWarning`` lists such samples, and
+    :func:`pointfail.scoring.build_record` records it as an ``error`` outcome with the reason.
+
     Raises:
         BenchmarkError: the questions file is missing or malformed, a ``question_id`` disagrees with
-            its row position, an image or mask is missing, unreadable, empty or not the image's size.
+            its row position, an image or mask file is missing, an image is unreadable.
     """
     root = Path(data_dir)
     problems = Problems(NAME)
+    mask_problems: list[str] = []
     qfile = root / "point_questions.jsonl"
     rows = read_jsonl(qfile, NAME)
     images = NfcIndex(root / "images")
@@ -73,10 +78,10 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
         img = image_ref(img_path, problems=problems)
         if img is None:
             continue
-        stats = mask_stats(mask_path, (img.width, img.height), problems)
-        if stats is None:
-            continue
-        sha, area = stats
+        mcheck = check_mask(mask_path, (img.width, img.height))
+        if mcheck.problem:
+            mask_problems.append(f"{where}: {mcheck.problem}")
+        sha, area = mcheck.sha256, mcheck.area_px
         sid = f"{qid:03d}"
         target = Target(kind="mask", mask_path=mask_path.as_posix(), sha256=sha, area_px=area,
                         eval={"type": "mean_mask_value", "scale": 255,
@@ -85,5 +90,6 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
                               task="point", target=target,
                               metadata={"category": str(row.get("category", "")), "question_id": qid})
     problems.raise_if_any()
+    warn_mask_problems(NAME, mask_problems)
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out
