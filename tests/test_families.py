@@ -104,7 +104,10 @@ def test_families_command_lists_names_and_frames(capsys):
 
 def test_prompts_native_phrasing():
     assert get_family("molmo").prompt("the mug on the left") == "Point to the mug on the left"
-    assert get_family("molmo").prompt("Click the Save button.") == "Click the Save button"
+    # a leading pointing verb is replaced by Molmo's own, not wrapped a second time
+    assert get_family("molmo").prompt("Click the Save button.") == "Point to the Save button"
+    assert get_family("molmo").prompt("Target cell E15.") == "Point to target cell E15"  # no pointing verb
+    assert get_family("molmo").prompt("Select cell E15") == "Point to cell E15"  # cell names keep their case
     q = get_family("qwen2_5_vl")
     assert "output its coordinates in JSON format" in q.prompt("the mug", "point") and "point_2d" in q.prompt("the mug")
     assert "bbox_2d" in q.prompt("the mug", "box")

@@ -156,3 +156,61 @@ def test_build_prompt_with_real_families():
     assert "the mug on the left" in q.sent and "point_2d" in q.sent
     with pytest.raises(KeyError):
         build_prompt("no_such_family", s)
+
+
+# Core instructions of the real wordings above (Where2Place, RefSpatial, RoboPoint), as
+# strip_directives leaves them, with the target phrase each must reduce to.
+REAL_CORES = [
+    ("Point to the free space left of the bowl.", "the free space left of the bowl"),
+    ("Please point to the free space between the two plates.", "the free space between the two plates"),
+    ("Please point to the mug left of the laptop.", "the mug left of the laptop"),
+    ("Please point to the location target.", "the location target"),
+    ("Find a spot on the shelf for the box.", "a spot on the shelf for the box"),
+    ("Locate several points within the vacant space for the following task: place the cup.",
+     "several points within the vacant space for the following task: place the cup"),
+    ("Point to the red apple.", "the red apple"),
+    ("the mug on the left.", "the mug on the left"),
+]
+
+
+@pytest.mark.parametrize("core,target", REAL_CORES)
+def test_families_do_not_wrap_a_pointing_verb_twice(core, target):
+    from pointfail.families import get_family
+
+    assert get_family("molmo").prompt(core) == f"Point to {target}"
+    assert get_family("molmo2").prompt(core) == f"Point to {target}"
+    assert get_family("qwen2_5_vl").prompt(core).startswith(f"Point to {target}, output its coordinates")
+    assert get_family("qwen3_vl").prompt(core, "box").startswith(f"Locate {target}, output its bbox")
+    assert get_family("gemini").prompt(core).startswith(f"Point to {target}. The answer")
+    assert get_family("gemini").prompt(core, "box").startswith(f"Detect {target}. Output")
+    assert get_family("paligemma").prompt(core) == f"detect {target}"
+    # families that do not prepend a verb keep the instruction as written
+    assert get_family("internvl3").prompt(core).endswith(f"<ref>{' '.join(core.split())}</ref>")
+
+
+def test_build_prompt_where2place_and_refspatial_fixtures_with_molmo(tmp_path):
+    """End to end on the fixtures: directive stripped, then wrapped once ("Point to please point to"
+    was the bug)."""
+    w2p = load("where2place", builders.where2place(tmp_path / "w2p", n=1))[0]
+    p = build_prompt("molmo", w2p)
+    assert p.core == "Please point to the free space between the two plates."
+    assert p.sent == "Point to the free space between the two plates"
+    rs = load("refspatial", builders.refspatial(tmp_path / "rs"))
+    assert [build_prompt("molmo", s).sent for s in rs] == [
+        "Point to the location target", "Point to the placement target", "Point to the unseen target"]
+    assert build_prompt("qwen2_5_vl", rs[1]).sent.startswith("Point to the placement target, output")
+
+
+@pytest.mark.parametrize("core,target", [
+    ("Click on the Save button", "the Save button"),
+    ("Could you please tap the OK button?", "the OK button?"),
+    ("Kindly, point at the cat", "the cat"),
+    ("Show me the exit sign", "the exit sign"),
+    ("Pointed arch in the window", "pointed arch in the window"),  # not the verb phrase "point to"
+    ("Click.", "click"),  # nothing after the verb: the word is kept (first letter lower-cased)
+    ("Finding Nemo poster", "finding Nemo poster"),  # "find" must be a whole word
+])
+def test_pointing_target_rule(core, target):
+    from pointfail.families._text import pointing_target
+
+    assert pointing_target(core) == target

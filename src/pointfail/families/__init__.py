@@ -76,7 +76,11 @@ class Family:
             names the one used).
         backend: module that loads and runs the model inside its image (``pointfail.backends.<name>``),
             ``None`` for parse-only families.
-        point_prompt / box_prompt: templates with ``{core}`` (replaced literally, not ``str.format``).
+        point_prompt / box_prompt: templates with ``{core}`` (the core instruction as given,
+            whitespace collapsed), ``{target}`` (:func:`~pointfail.families._text.pointing_target`:
+            the core with a leading polite/imperative pointing verb phrase removed, for templates
+            that supply their own verb, e.g. ``Locate {target}``) or ``{point_to}``
+            (``"Point to {target}"``); replaced literally, not with ``str.format``.
         system_prompt: a system message to send with the prompt, or ``None``.
         decimals: digits after the decimal point the model writes (precision of :meth:`format_point`).
     """
@@ -95,13 +99,14 @@ class Family:
     def prompt(self, core_instruction: str, task: str = "point") -> str:
         """The instruction wrapped in the family's native phrasing for ``task`` (``"point"`` or
         ``"box"``). Raises ``ValueError`` for another task."""
-        from pointfail.families._text import clean_core, point_to
+        from pointfail.families._text import clean_core, pointing_target
 
         if task not in ("point", "box"):
             raise ValueError(f"task must be 'point' or 'box', got {task!r}")
         core = clean_core(core_instruction)
         tpl = self.point_prompt if task == "point" else self.box_prompt
-        return tpl.replace("{point_to}", point_to(core)).replace("{core}", core)
+        target = pointing_target(core)
+        return tpl.replace("{point_to}", f"Point to {target}").replace("{target}", target).replace("{core}", core)
 
     # ---------------------------------------------------------------- parsing
 

@@ -363,7 +363,17 @@ def sort_items(items: Iterable[Item]) -> list[Item]:
 # prompt helpers
 # --------------------------------------------------------------------------------------------------
 
-_IMPERATIVE = re.compile(r"(point|click|tap|locate|find|mark|select|identify|show|detect|press)\b", re.I)
+_POLITE = r"(?:(?:please|kindly)\s*,?\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
+_POINTING_VERB = (
+    r"(?:point\s+(?:to(?:wards?)?|at|out)|click(?:\s+(?:on|at))?|tap(?:\s+(?:on|at))?|press(?:\s+on)?"
+    r"|locate|find|mark|select|identify|indicate|show(?:\s+me)?|detect)"
+)
+_LEADING_POINTING_PHRASE = re.compile(rf"^\s*{_POLITE}?{_POINTING_VERB}\b[\s,:]*", re.I)
+"""A leading polite/imperative pointing verb phrase: an optional ``please`` / ``kindly`` /
+``can|could|would|will you (please)``, then a pointing verb (``point to|at|out|towards``,
+``click (on|at)``, ``tap (on|at)``, ``press (on)``, ``locate``, ``find``, ``mark``, ``select``,
+``identify``, ``indicate``, ``show (me)``, ``detect``). A polite word alone (``Please place the
+cup``) is not stripped: only a pointing verb makes the phrase."""
 
 
 def clean_core(core: str) -> str:
@@ -371,12 +381,36 @@ def clean_core(core: str) -> str:
     return " ".join(core.split())
 
 
-def point_to(core: str) -> str:
-    """``"Point to <core>"`` for a noun phrase; an instruction that already starts with an imperative
-    pointing verb (point, click, locate, find, …) is kept as written."""
-    c = clean_core(core).rstrip(".")
-    if _IMPERATIVE.match(c):
-        return c
-    if c[:1].isupper() and not c[1:2].isupper():
+def pointing_target(core: str) -> str:
+    """The core instruction normalized for templates that supply their own pointing verb
+    (``Point to {target}``, ``Locate {target}``, ``detect {target}``): whitespace collapsed, the
+    trailing full stop dropped, a leading polite/imperative pointing verb phrase removed (see
+    :data:`_LEADING_POINTING_PHRASE`), and the first letter lower-cased unless the first word looks
+    like an acronym or a cell name (second letter upper-case or a digit: ``E15``, ``OK``).
+
+    Examples (the benchmarks' real wordings)::
+
+        "Please point to the free space between the two plates."  -> "the free space between the two plates"
+        "Point to the red apple."                                 -> "the red apple"
+        "Locate several points within the vacant space for the following task: place the cup."
+            -> "several points within the vacant space for the following task: place the cup"
+        "Click on the Save button"                                -> "the Save button"
+        "the mug on the left."                                    -> "the mug on the left"
+
+    When nothing would be left after the verb (``"Click."``), the instruction is kept as written.
+    """
+    c = clean_core(core).rstrip(".").rstrip()
+    rest = _LEADING_POINTING_PHRASE.sub("", c, count=1)
+    if rest.strip():
+        c = rest.strip()
+    if c[:1].isupper() and not (c[1:2].isupper() or c[1:2].isdigit()):
         c = c[:1].lower() + c[1:]
-    return f"Point to {c}"
+    return c
+
+
+def point_to(core: str) -> str:
+    """``"Point to <target>"`` with ``<target>`` = :func:`pointing_target` (so an instruction that
+    already says "Please point to …", "Point to …", "Locate …", "Click …" is not wrapped a second
+    time: ``"Please point to the mug."`` -> ``"Point to the mug"``). Molmo's pointing phrasing
+    ("Point to ...", Molmo model card and PixMo-Points)."""
+    return f"Point to {pointing_target(core)}"

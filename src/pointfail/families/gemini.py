@@ -27,7 +27,7 @@ class Gemini(Family):
         "The points are in [y, x] format normalized to 0-1000."
     )
     box_prompt = (
-        'Detect {core}. Output a json list where each entry contains the 2D bounding box in "box_2d" '
+        'Detect {target}. Output a json list where each entry contains the 2D bounding box in "box_2d" '
         '([ymin, xmin, ymax, xmax] normalized to 0-1000) and a text label in "label".'
     )
 

@@ -42,8 +42,8 @@ class PaliGemma(Family):
     frame = Frame("bins_1024_yx", "bins", 1024, "yx", "1024 bins per axis, y before x (PaliGemma <loc> tokens)")
     checkpoints = ("google/paligemma-3b-mix-448", "google/paligemma2-3b-mix-448")
     backend = None
-    point_prompt = "detect {core}"
-    box_prompt = "detect {core}"
+    point_prompt = "detect {target}"
+    box_prompt = "detect {target}"
 
     def extract(self, text, diag):
         return read_loc_runs(text, diag, r"<loc(\d{1,4})>")

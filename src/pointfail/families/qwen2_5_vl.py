@@ -31,7 +31,7 @@ class Qwen25VL(Family):
     checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
     backend = "pointfail.backends.qwen2_5_vl"
     point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
-    box_prompt = 'Locate {core}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
+    box_prompt = 'Locate {target}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
     decimals = 0
 
     def extract(self, text, diag):

@@ -30,7 +30,7 @@ class Qwen3VL(Family):
     )
     backend = "pointfail.backends.qwen3_vl"
     point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
-    box_prompt = 'Locate {core}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
+    box_prompt = 'Locate {target}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
     decimals = 0
 
     def extract(self, text, diag):
