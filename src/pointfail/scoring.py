@@ -62,6 +62,8 @@ __all__ = [
     "ScoreResult",
     "score_prediction",
     "scorePrediction",
+    "frame_compliance",
+    "COMPLIANCE_READINGS",
 ]
 
 
@@ -449,3 +451,128 @@ def scorePrediction(  # noqa: N802 - the study's documented name
     d = res.to_dict()
     d["inMask"] = bool(res.in_target)
     return d
+
+
+# --------------------------------------------------------------------------- compliance diagnostic
+
+COMPLIANCE_READINGS: tuple[tuple[str, str, Optional[float], str], ...] = (
+    ("unit", "unit", 1.0, "0-1 floats of the original image"),
+    ("percent_100", "percent", 100.0, "0-100 percent of the original image"),
+    ("grid_1000", "grid", 1000.0, "0-1000 grid over the original image"),
+    ("pixels_original", "pixels_original", None, "absolute pixels of the original image"),
+    ("pixels_resized", "pixels_resized", None, "absolute pixels of the resized model input"),
+)
+"""The alternative readings :func:`frame_compliance` tries: ``(name, frame kind, scale, meaning)``.
+``pixels_resized`` is tried only when the model-input size is known."""
+
+_TOKEN_FRAME_KINDS = ("bins", "patch_grid")
+
+
+def frame_compliance(
+    family: Any,
+    raw_text: str,
+    image_size: Sequence[int],
+    region: TargetRegion,
+    model_input_size: Optional[Sequence[int]] = None,
+) -> dict[str, Any]:
+    """Coordinate-frame compliance diagnostic: would the primary point have hit under other readings
+    of the same numbers? **Diagnostic only**: it never changes the outcome, which is always the
+    family's declared frame (``shared/DESIGN.md``, "Coordinates"; the PointerBench paper's
+    "Coordinate-frame compliance" section and its Table 13, where converting 0-1000 replies to the
+    requested 1024x768 frame is reported apart and "not used for ranking").
+
+    Method: the reply is parsed with the family's own parser, but with its frame replaced by the
+    identity (``unit``, scale 1, the declared x/y order), which yields the numbers the model wrote for
+    the primary point, ``raw = (x, y)`` (first point, else centre of the first box; the same rule as
+    the outcome). Each reading converts ``raw`` with :meth:`pointfail.frames.Frame.to_unit` and
+    checks it against ``region`` by the usual containment rule:
+
+    * the family's declared frame (``declared: True``; its ``hit`` equals the scored outcome's),
+    * then, for every reading of :data:`COMPLIANCE_READINGS` of another kind or scale than the
+      declared one: ``unit`` (``v``), ``percent_100`` (``v / 100``), ``grid_1000`` (``v / 1000``),
+      ``pixels_original`` (``x / W``, ``y / H``), ``pixels_resized`` (``x / Wr``, ``y / Hr``; only
+      when ``model_input_size`` is given).
+
+    Families whose frame is a token vocabulary (``bins``: PaliGemma, Florence-2; ``patch_grid``:
+    Kosmos-2) write token indices, not free numbers; only their declared reading is reported
+    (``alternatives`` says so).
+
+    Args:
+        family: a family name or ``Family`` object.
+        raw_text: the model's reply, verbatim.
+        image_size: ``(W, H)`` pixels of the original image; must equal ``region.image_size``.
+        region: the target (:meth:`pointfail.geometry.TargetRegion.from_target`).
+        model_input_size: ``(Wr, Hr)`` of the resized model input, when known.
+
+    Returns:
+        A JSON-ready dict::
+
+            {"diagnostic": True, "note": "...", "family": "json_pixels",
+             "declared_frame": "pixels_original", "raw_primary": [500.0, 500.0] | None,
+             "reason": None | "<why no point was parsed>",
+             "alternatives": "computed" | "not applicable: ...",
+             "readings": [{"frame": "pixels_original", "kind": "pixels_original", "declared": True,
+                           "meaning": "...", "primary": [x, y] | None, "hit": bool | None,
+                           "distance_px": float | None, "error": None | "<why not computed>"}, ...],
+             "hit_frames": ["grid_1000", ...]}          # readings under which the point is inside
+
+        ``raw_primary`` is ``None`` (and every ``hit`` ``None``) when no point was parsed.
+        For an absent target every ``hit`` is False (any point is a miss).
+
+    Raises:
+        KeyError: unknown family.
+        ValueError: ``image_size`` differs from the region's.
+    """
+    import copy
+
+    from pointfail.frames import Frame, FrameError
+
+    fam = _resolve_family(family)
+    size = (int(image_size[0]), int(image_size[1]))
+    if size != region.image_size:
+        raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
+    mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
+    declared: Frame = fam.frame
+    identity = copy.copy(fam)
+    identity.frame = Frame("raw_numbers", "unit", 1.0, declared.order, "the numbers as written")
+    raw_parse = identity.parse(raw_text, size, None, task="point")
+    raw = primary_point(raw_parse)
+
+    token_frame = declared.kind in _TOKEN_FRAME_KINDS
+    frames: list[tuple[Frame, bool, str]] = [(declared, True, declared.doc or declared.kind)]
+    if not token_frame:
+        for name, kind, scale, meaning in COMPLIANCE_READINGS:
+            if kind == declared.kind and (scale is None or scale == declared.scale):
+                continue
+            if kind == "pixels_resized" and mis is None:
+                continue
+            frames.append((Frame(name, kind, scale, "xy", meaning), False, meaning))
+
+    readings: list[dict[str, Any]] = []
+    for frame, is_declared, meaning in frames:
+        r: dict[str, Any] = {"frame": frame.name, "kind": frame.kind, "declared": is_declared,
+                             "meaning": meaning, "primary": None, "hit": None, "distance_px": None,
+                             "error": None}
+        if raw is not None:
+            try:
+                pt = [float(v) for v in frame.to_unit(raw[0], raw[1], size, mis)]
+            except FrameError as e:
+                r["error"] = str(e)
+            else:
+                r["primary"] = pt
+                r["hit"] = region.contains(pt)
+                r["distance_px"] = region.distance_px(pt)
+        readings.append(r)
+    return {
+        "diagnostic": True,
+        "note": "diagnostic only: other readings of the same numbers; the outcome is always scored in "
+                "the family's declared frame",
+        "family": fam.name,
+        "declared_frame": declared.name,
+        "raw_primary": raw,
+        "reason": raw_parse.reason,
+        "alternatives": ("not applicable: the family writes token indices (frame kind "
+                         f"{declared.kind!r}), not free numbers") if token_frame else "computed",
+        "readings": readings,
+        "hit_frames": [r["frame"] for r in readings if r["hit"]],
+    }

@@ -11,6 +11,11 @@ prints (one canonical JSON line: sorted keys, UTF-8) at least ``outcome``, ``pri
 ``truncated``, ``image_size``. Exit status: 0 when the reply was scored (whatever the outcome),
 1 when the image or mask cannot be used (unreadable, wrong size) or the frame needs
 ``--model-input-size``, 2 for usage errors (including an unknown family).
+
+``--diagnose`` adds ``frame_compliance``: the coordinate-frame compliance diagnostic of
+:func:`pointfail.scoring.frame_compliance` (would the primary point have hit if the same numbers
+were read as 0-1, 0-100, 0-1000, original pixels or resized pixels?). It is labelled diagnostic and
+never changes ``outcome``.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--task", choices=("point", "box"), default="point", help="point (default) or box task")
     p.add_argument("--allow-rescale", action="store_true", help="accept a same-aspect mask of another size")
+    p.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="add the coordinate-frame compliance diagnostic (other readings; never changes the outcome)",
+    )
     p.add_argument("--text", required=True, help="the model's raw reply ('-' reads it from stdin)")
     p.set_defaults(func=run)
 
@@ -79,5 +89,16 @@ def run(args: argparse.Namespace) -> int:
     except (GeometryError, FrameError, ValueError) as e:
         print(f"pointfail score: {e}", file=sys.stderr)
         return 1
-    sys.stdout.write(canonical_json(res.to_dict()))
+    out = res.to_dict()
+    if getattr(args, "diagnose", False):
+        from pointfail.geometry import TargetRegion
+        from pointfail.scoring import _target_from_args, frame_compliance
+
+        region = TargetRegion.from_target(
+            _target_from_args(args.mask, args.box, None), res.image_size, allow_rescale=args.allow_rescale
+        )
+        out["frame_compliance"] = frame_compliance(
+            family, text, res.image_size, region, model_input_size=args.model_input_size
+        )
+    sys.stdout.write(canonical_json(out))
     return 0
