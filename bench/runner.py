@@ -64,6 +64,8 @@ def main() -> int:
     suite = tmp / "suite"
     sheets.generate(suite, n=4, seed=5)
     weights = tiny.build(FAMILY, tmp / "tiny", seed=0)
+    for p in [tmp, *tmp.rglob("*")]:  # the container user (10001) must read the mounts
+        p.chmod(0o755 if p.is_dir() else 0o644)
     client = ensure_engine()
     ensure_base(client, REPO / "images/base/base.lock.json", log=lambda s: None)
     image = build_image(client, REPO, FAMILY, variant="cpu", log=lambda s: None).tag
