@@ -178,3 +178,87 @@ def test_label_invariants(x, y, tol):
         for e in GRAPH["elements"]
     )
     assert (j.label == "wrong_instance") == (d > tol and on_cell)
+
+
+# ------------------------------------------------------------------- containers (lines, paragraphs)
+
+# A text-suite page: paragraph 0 has two lines with 10 px of leading between them (y 30..40); line 0
+# holds two words and the space between them; paragraph 1 is one line of one word, far below.
+TEXT = {
+    "schema": "pointfail.scene_graph/1", "image": "0001.png", "width": 300, "height": 200,
+    "elements": [
+        {"id": "para:0", "category": "paragraph", "box": [10, 10, 210, 60]},
+        {"id": "line:0", "category": "line", "box": [10, 10, 210, 30]},
+        {"id": "line:1", "category": "line", "box": [10, 40, 150, 60]},
+        {"id": "word:0.0", "category": "word", "box": [10, 10, 60, 30]},
+        {"id": "space:0.5", "category": "space", "box": [60, 10, 70, 30]},
+        {"id": "word:0.1", "category": "word", "box": [70, 10, 210, 30]},
+        {"id": "word:1.0", "category": "word", "box": [10, 40, 150, 60]},
+        {"id": "para:1", "category": "paragraph", "box": [10, 100, 210, 120]},
+        {"id": "line:2", "category": "line", "box": [10, 100, 210, 120]},
+        {"id": "word:2.0", "category": "word", "box": [10, 100, 210, 120]},
+    ],
+}
+
+
+def test_word_target_missed_into_leading_between_lines_is_hallucinated():
+    # (100, 35): inside para:0 [10,10,210,60] but between line:0 (y <= 30) and line:1 (y >= 40);
+    # distance to word:2.0 [10,100,210,120] is 100 - 35 = 65 px > 8
+    j = oracle_judgment(TEXT, "word:2.0", (100, 35), 8.0)
+    assert j.label == "hallucinated"
+    assert "65.00 px from target word:2.0" in j.detail and "blank space inside para:0 (paragraph)" in j.detail
+    # (180, 50): inside para:0, right of the shorter line:1 (x1 = 150): blank too
+    assert oracle_judgment(TEXT, "word:2.0", (180, 50), 8.0).label == "hallucinated"
+
+
+def test_word_target_on_smaller_elements_inside_containers():
+    # (100, 20) is on word:0.1 (and line:0, para:0, which are ignored): another word
+    j = oracle_judgment(TEXT, "word:2.0", (100, 20), 8.0)
+    assert j.label == "wrong_instance" and "on word:0.1 (word)" in j.detail
+    # (65, 20) is on the space between the words: another category, named after the space
+    j = oracle_judgment(TEXT, "word:2.0", (65, 20), 8.0)
+    assert j.label == "wrong_category" and "on space:0.5 (space)" in j.detail
+
+
+def test_container_targets_still_see_their_own_category():
+    # a line target: the point on line:0 (on word:0.1 too) is another line -> wrong_instance, named line:0
+    j = oracle_judgment(TEXT, "line:2", (100, 20), 8.0)
+    assert j.label == "wrong_instance" and "on line:0 (line)" in j.detail
+    # a line target missed into the leading: para:0 is a container of another category -> ignored
+    assert oracle_judgment(TEXT, "line:2", (100, 35), 8.0).label == "hallucinated"
+    # a paragraph target: another paragraph under the point is another instance, even on blank leading
+    j = oracle_judgment(TEXT, "para:1", (100, 35), 8.0)
+    assert j.label == "wrong_instance" and "on para:0 (paragraph)" in j.detail
+
+
+# A web page: a paragraph (category text, role paragraph) holding a link and a code identifier; the
+# target is another code identifier; a code block and a second paragraph further down.
+WEB = {
+    "schema": "pointfail.scene_graph/1", "image": "0002.png", "width": 600, "height": 600,
+    "elements": [
+        {"id": "el:0001", "category": "text", "role": "paragraph", "box": [0, 0, 500, 100]},
+        {"id": "el:0002", "category": "link", "role": "link", "box": [100, 10, 160, 30]},
+        {"id": "el:0003", "category": "text", "role": "code", "box": [200, 10, 260, 30]},
+        {"id": "el:0004", "category": "text", "role": "code", "box": [300, 200, 360, 220]},
+        {"id": "el:0005", "category": "text", "role": "code_block", "box": [0, 300, 500, 400]},
+        {"id": "el:0006", "category": "text", "role": "paragraph", "box": [0, 500, 500, 560]},
+    ],
+}
+
+
+def test_web_code_target_missed_onto_paragraph_text_is_wrong_category():
+    # before the rule, a paragraph (category "text") counted as another instance of a code identifier
+    j = oracle_judgment(WEB, "el:0004", (50, 50), 8.0)
+    assert j.label == "wrong_category" and "on el:0001 (text/paragraph)" in j.detail
+    j = oracle_judgment(WEB, "el:0004", (50, 350), 8.0)
+    assert j.label == "wrong_category" and "on el:0005 (text/code_block)" in j.detail
+
+
+def test_web_smaller_elements_inside_a_paragraph_win():
+    j = oracle_judgment(WEB, "el:0004", (230, 20), 8.0)  # another code identifier inside the paragraph
+    assert j.label == "wrong_instance" and "on el:0003 (text/code)" in j.detail
+    j = oracle_judgment(WEB, "el:0004", (120, 20), 8.0)  # a link inside the paragraph: the innermost
+    assert j.label == "wrong_category" and "on el:0002 (link)" in j.detail
+    # a paragraph target (box task) missed into another paragraph
+    j = oracle_judgment(WEB, "el:0006", (50, 50), 8.0)
+    assert j.label == "wrong_instance" and "on el:0001 (text/paragraph)" in j.detail

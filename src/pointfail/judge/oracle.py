@@ -14,17 +14,42 @@ pixels with edges inclusive (the PointerBench / ScreenSpot rule, as ``docs/archi
    ``[judge] oracle_tolerance_px``). This rule comes first, so a point a few pixels into a neighbouring
    element still counts as a near miss. A point inside the target element's box that the scorer called a
    miss (the scored region can be smaller than the element's box, e.g. a mask) is also ``off_by_pixels``.
-2. Otherwise the elements whose box contains ``p`` (edges inclusive), excluding the target, are the
-   candidates (the issue's order of rules: another element of the target's category first):
-   - if any candidate has the target's ``category`` → ``wrong_instance``. Overlays of other categories
-     at the same spot (a 6-pixel grid-line strip over a cell, a line around a word) therefore never hide
-     the same-kind element under the point;
+2. Otherwise the elements whose box contains ``p`` (edges inclusive), excluding the target and the
+   ignored containers (below), are the candidates (the issue's order of rules: another element of the
+   target's kind first):
+   - if any candidate has the target's **kind** → ``wrong_instance``. Overlays of other kinds at the
+     same spot (a 6-pixel grid-line strip over a cell, a line around a word) therefore never hide the
+     same-kind element under the point;
    - otherwise → ``wrong_category``.
+   An element's kind is its ``role`` when it has one (the web suite: category ``text`` holds the roles
+   ``code``, ``paragraph`` and ``code_block``, which are different kinds of thing), else its
+   ``category``.
    The element named in ``detail`` is the **smallest** candidate of the chosen kind (by box area, ties
    broken by the smaller ``id`` in string order, so the element list's order never matters): nested
    elements resolve to the innermost one, and a point exactly on the shared edge of two equal-size
    neighbours names the one with the smaller id.
-3. No element contains ``p`` (background, margins, a point outside the image) → ``hallucinated``.
+3. No candidate contains ``p`` (background, margins, a point outside the image, blank space inside a
+   tiled container) → ``hallucinated``.
+
+**Containers** (rule for "what the point landed on"). Some elements are boxes around other elements and
+cover the blank space between them: the text suite's ``line`` (the union of its glyph boxes, which also
+spans the gaps between words) and ``paragraph`` (the union of its lines, which also spans the leading
+between lines); :data:`TILED_CONTAINER_CATEGORIES`. Their content is *tiled* by smaller elements:
+every glyph is a ``char``/``punctuation`` element, every gap between words a ``space``, every
+position between characters a ``caret``. So when the point lies inside such a container but on none of
+those smaller elements, what is actually under it is blank space: the container is **ignored** as
+"what the point landed on", unless the target itself is of that container's category (a ``line`` target
+with the point on another line is ``wrong_instance``; a ``paragraph`` target likewise). A word target
+missed into the blank leading between two lines of a paragraph is therefore ``hallucinated``
+(detail: "blank space inside para:N"), not ``wrong_category`` on the paragraph.
+
+The web suite's ``paragraph`` and ``code_block`` (category ``text``) are *not* tiled: their plain text
+is not broken into elements (only links and code inside them are), so a point inside one and on no
+smaller element may be on its text, and the scene graph cannot tell text from the blank between its
+lines. They stay candidates, with their role as kind: a ``code`` or ``link`` target missed onto
+paragraph text is ``wrong_category`` (never ``wrong_instance`` because a paragraph shares the category
+``text`` with a code identifier), and a smaller element inside the paragraph (a link) still wins by
+the innermost rule.
 
 The judgment's ``detail`` names the distance and the element the point fell on, so every oracle label
 can be audited from the record.
@@ -41,6 +66,11 @@ from pointfail.records import Judgment
 
 SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
 """The ``schema`` value of a scene graph this oracle reads."""
+
+TILED_CONTAINER_CATEGORIES: frozenset[str] = frozenset({"line", "paragraph"})
+"""Categories of container elements whose content is tiled by smaller elements (the text suite's
+lines and paragraphs); ignored as landing elements unless the target is of the same category (see the
+module docstring, "Containers")."""
 
 DEFAULT_TOLERANCE_PX = 8.0
 """Default ``off_by_pixels`` tolerance in pixels of the original image (``[judge] oracle_tolerance_px``
@@ -166,16 +196,27 @@ def oracle_judgment(
             options=options,
             detail=f"{where}, within tolerance {float(tolerance_px):g} px",
         )
-    candidates = [el for el in elements if el["id"] != target_id and box_contains(el["box"], p)]
+    under = [el for el in elements if el["id"] != target_id and box_contains(el["box"], p)]
+    ignored = [
+        el for el in under
+        if el["category"] in TILED_CONTAINER_CATEGORIES and el["category"] != target["category"]
+    ]
+    candidates = [el for el in under if el not in ignored]
     if not candidates:
+        if ignored:
+            inner = min(ignored, key=lambda el: (_area(el["box"]), el["id"]))
+            on = f"on no element (blank space inside {inner['id']} ({inner['category']}))"
+        else:
+            on = "on no element"
         return Judgment(
             judge="oracle",
             status="labeled",
             label="hallucinated",
             options=options,
-            detail=f"{where}; on no element",
+            detail=f"{where}; {on}",
         )
-    same = [el for el in candidates if el["category"] == target["category"]]
+    kind = element_kind(target)
+    same = [el for el in candidates if element_kind(el) == kind]
     label = "wrong_instance" if same else "wrong_category"
     hit = min(same or candidates, key=lambda el: (_area(el["box"]), el["id"]))
     return Judgment(
@@ -183,5 +224,17 @@ def oracle_judgment(
         status="labeled",
         label=label,
         options=options,
-        detail=f"{where}; on {hit['id']} ({hit['category']})",
+        detail=f"{where}; on {hit['id']} ({_kind_name(hit)})",
     )
+
+
+def element_kind(el: dict[str, Any]) -> str:
+    """The kind compared by the ``wrong_instance`` rule: the element's ``role`` when it has one (web
+    suite), else its ``category``."""
+    role = el.get("role")
+    return role if isinstance(role, str) and role else el["category"]
+
+
+def _kind_name(el: dict[str, Any]) -> str:
+    kind = element_kind(el)
+    return kind if kind == el["category"] else f"{el['category']}/{kind}"
