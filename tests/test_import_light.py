@@ -41,3 +41,45 @@ def test_scoring_path_is_light():
         "assert r.outcome == 'hit'\n"
     )
     assert _loaded_after(code) == []
+
+
+def test_every_public_name_resolves_lazily_and_light():
+    """Each name in ``pointfail.__all__`` resolves to the object of the module it names, and
+    resolving all of them still imports no heavy package."""
+    code = (
+        "import importlib, pointfail\n"
+        "names = [n for n in pointfail.__all__ if n != '__version__']\n"
+        "expected = {'load_benchmark': ('pointfail.benchmarks', 'load'),\n"
+        "            'build_prompt': ('pointfail.prompts', 'build_prompt'),\n"
+        "            'strip_directives': ('pointfail.prompts', 'strip_directives'),\n"
+        "            'TargetRegion': ('pointfail.geometry', 'TargetRegion'),\n"
+        "            'load_mask': ('pointfail.geometry', 'load_mask'),\n"
+        "            'build_record': ('pointfail.scoring', 'build_record'),\n"
+        "            'frame_compliance': ('pointfail.scoring', 'frame_compliance')}\n"
+        "assert set(expected) <= set(names), sorted(set(expected) - set(names))\n"
+        "for n in names:\n"
+        "    mod, attr = pointfail._EXPORTS[n].split(':')\n"
+        "    assert getattr(pointfail, n) is getattr(importlib.import_module(mod), attr), n\n"
+        "for n, (mod, attr) in expected.items():\n"
+        "    assert getattr(pointfail, n) is getattr(importlib.import_module(mod), attr), n\n"
+        "assert pointfail.strip_directives('<image>\\nPoint to the cup.') == ('Point to the cup.', ['image_placeholder'])\n"
+        "from pointfail import load_benchmark, frame_compliance\n"
+        "assert load_benchmark.__name__ == 'load' and frame_compliance.__module__ == 'pointfail.scoring'\n"
+        "try:\n"
+        "    pointfail.no_such_name\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('unknown names must raise AttributeError')\n"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_lazy_names_are_not_imported_before_use():
+    code = (
+        "import sys, pointfail\n"
+        "assert 'pointfail.scoring' not in sys.modules and 'pointfail.benchmarks' not in sys.modules\n"
+        "pointfail.load_benchmark\n"
+        "assert 'pointfail.benchmarks' in sys.modules\n"
+    )
+    assert _loaded_after(code) == []

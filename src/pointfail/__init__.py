@@ -33,6 +33,15 @@ _EXPORTS: dict[str, str] = {
     # scoring
     "score_prediction": "pointfail.scoring:score_prediction",
     "scorePrediction": "pointfail.scoring:scorePrediction",
+    "build_record": "pointfail.scoring:build_record",
+    "frame_compliance": "pointfail.scoring:frame_compliance",
+    # geometry
+    "TargetRegion": "pointfail.geometry:TargetRegion",
+    "load_mask": "pointfail.geometry:load_mask",
+    # benchmarks and prompts
+    "load_benchmark": "pointfail.benchmarks:load",
+    "build_prompt": "pointfail.prompts:build_prompt",
+    "strip_directives": "pointfail.prompts:strip_directives",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
