@@ -33,7 +33,7 @@ images: base wheels
 
 smoke:
 	$(PYTHON) -m pointfail generate sheets --n 8 --seed 1 --out $(SMOKE)/data/sheets
-	$(RUNNER) run --study runner/smoke/study.toml --data-root $(SMOKE)/data --work $(SMOKE)/jobs --records $(SMOKE)/records --variant cpu --wall-clock 600
+	$(RUNNER) run --study runner/smoke/study.toml --data-root $(SMOKE)/data --work $(SMOKE)/jobs --records $(SMOKE)/records --variant cpu --wall-clock 600 --fix-permissions
 
 test:
 	$(PYTHON) -m pytest -q

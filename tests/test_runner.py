@@ -241,3 +241,18 @@ def test_ensure_engine_never_starts_a_local_engine_for_a_remote_host(tmp_path, m
         ensure_engine(timeout=1)
     with pytest.raises(EngineError, match="no Docker Engine answers; start one"):
         ensure_engine(timeout=1, start=False)
+
+
+def test_grant_read_adds_only_read_and_search_for_others(tmp_path):
+    root = tmp_path / "suite"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.png").write_bytes(b"x")
+    (root / "run.sh").write_bytes(b"x")
+    root.chmod(0o700)
+    (root / "d").chmod(0o700)
+    (root / "d" / "a.png").chmod(0o600)
+    (root / "run.sh").chmod(0o700)
+    container.grant_read(root)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in [root, root / "d", root / "d/a.png", root / "run.sh"]}
+    assert modes == {"suite": 0o705, "d": 0o705, "a.png": 0o604, "run.sh": 0o705}
+    assert container.unreadable_by(root, 10001, 10001) is None

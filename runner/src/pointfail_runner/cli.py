@@ -75,6 +75,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     r.add_argument("--mem-limit", default="8g")
     r.add_argument("--batch-size", type=int, default=None)
     r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--fix-permissions", action="store_true",
+                   help="as root: make data/weights readable by the container user (chmod -R o+rX) if they are not")
     args = ap.parse_args(argv)
     repo = args.repo.resolve() if args.repo else find_repo()
 
@@ -127,7 +129,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                                data_root=args.data_root, weights_root=args.weights_root, work_root=args.work,
                                records_root=args.records, variant=args.variant, limit=args.limit,
                                wall_clock_s=args.wall_clock, mem_limit=args.mem_limit,
-                               batch_size=args.batch_size, progress=not args.no_progress)
+                               batch_size=args.batch_size, progress=not args.no_progress,
+                               fix_permissions=args.fix_permissions)
             for model, per in counts.items():
                 for bench, n in per.items():
                     print(f"{model}\t{bench}\t{n} records")

@@ -169,6 +169,17 @@ def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optio
     return None
 
 
+def grant_read(root: Path) -> None:
+    """``chmod -R o+rX root``: read for others on every file, read and search on every directory."""
+    import stat
+
+    for p in [Path(root), *Path(root).rglob("*")]:
+        if p.is_symlink():
+            continue
+        mode = stat.S_IMODE(p.stat().st_mode)
+        p.chmod(mode | (0o5 if p.is_dir() or mode & 0o111 else 0o4))
+
+
 class _Progress:
     """Counts answered ids in the responses file incrementally (reads only new bytes)."""
 
@@ -201,7 +212,8 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             weights_dir: Optional[Path] = None, data_dirs: Iterable[Path] = (), batch_size: int = 1,
             mem_limit: str = "8g", wall_clock_s: float = 3600.0, gpu: Optional[bool] = None,
             extra_args: Iterable[str] = (), progress: bool = True, log: Callable[[str], None] = print,
-            on_progress: Optional[Callable[[int, object], None]] = None) -> JobResult:
+            on_progress: Optional[Callable[[int, object], None]] = None,
+            fix_permissions: bool = False) -> JobResult:
     """Run ``image`` (a family image whose entrypoint is ``python -m pointfail.worker``) over
     ``requests`` in ``job_dir``.
 
@@ -214,6 +226,9 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
         wall_clock_s: seconds after which the runner kills the container.
         on_progress: called as ``on_progress(done, container)`` after each poll (tests use it to kill
             a container mid-run).
+        fix_permissions: when the runner is root and a read-only mount is not readable by the
+            container user, add read (and, for directories, search) permission for others
+            (``chmod -R o+rX``) instead of failing.
 
     Returns:
         :class:`JobResult`. When every request already has a response no container is started.
@@ -244,6 +259,10 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
     if os.getuid() == 0:  # the container runs as 10001: every read-only mount must be readable by it
         for src in [Path(weights_dir or empty), *data_dirs]:
             bad = unreadable_by(Path(src), CONTAINER_UID, CONTAINER_UID)
+            if bad is not None and fix_permissions:
+                grant_read(Path(src))
+                log(f"[run] made {src} readable by others (o+rX) for the container user")
+                bad = unreadable_by(Path(src), CONTAINER_UID, CONTAINER_UID)
             if bad is not None:
                 raise ContainerFailed(f"{bad} is not readable by the container user {CONTAINER_UID} "
                                       f"(make it world-readable: chmod -R o+rX {src})", exit_code=None,

@@ -123,7 +123,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               records_root: Optional[Path] = None, wheelhouse: Optional[Path] = None, variant: Optional[str] = None,
               limit: Optional[int] = None, wall_clock_s: float = 6 * 3600, mem_limit: str = "8g",
               batch_size: Optional[int] = None, progress: bool = True, client=None,
-              base_lock: Optional[Path] = None,
+              base_lock: Optional[Path] = None, fix_permissions: bool = False,
               log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
     """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
 
@@ -207,7 +207,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 cmod.run_job(client, built.tag, family=m["family"], job_dir=job, requests=requests,
                              weights_dir=weights[m["name"]], data_dirs=mounts,
                              batch_size=int(batch_size or m.get("batch_size", 1)), mem_limit=mem_limit,
-                             wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log)
+                             wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
+                             fix_permissions=fix_permissions)
             except cmod.ContainerFailed as e:
                 raise StudyError(f"model {m['name']} on {b['name']} failed: {e}") from e
             responses = {}
