@@ -201,9 +201,30 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
                 raise ImageBuildError(f"building {name} failed: {chunk['error']}\n" + "\n".join(tail))
     img = client.images.get(tag)
     img.tag(f"pointfail/{name}", variant)
+    prune_old_tags(client, name, variant, keep=tag, log=log)
     secs = round(time.monotonic() - t0, 1)
     log(f"[image] {tag} built in {secs} s ({image_id or img.id})")
     return BuiltImage(name, variant, tag, img.id, secs, True)
+
+
+def prune_old_tags(client, name: str, variant: str, keep: str, log: Callable[[str], None] = print) -> list[str]:
+    """Remove the other content-keyed tags ``pointfail/<name>:<variant>-*`` (older builds), so a
+    machine that rebuilds after every source change does not keep every image. Layers still used by
+    ``keep`` stay; a tag whose image a container still uses is left alone. Returns the removed tags."""
+    from docker.errors import APIError
+
+    removed = []
+    for img in client.images.list(name=f"pointfail/{name}"):
+        for t in img.tags:
+            if t.startswith(f"pointfail/{name}:{variant}-") and t != keep:
+                try:
+                    client.images.remove(t)
+                    removed.append(t)
+                except APIError:
+                    continue
+    if removed:
+        log(f"[image] removed older tags: {', '.join(sorted(removed))}")
+    return removed
 
 
 def find_image(client, repo: Path, name: str, variant: str = "cpu") -> Optional[str]:
