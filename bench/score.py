@@ -15,6 +15,8 @@ Columns:
   score vs masks,    the same replies again with the masks already decoded (a benchmark's repeated
   warm cache         masks: every model scored against the same masks)
   score vs boxes     score_prediction against a pixel box target (no file I/O)
+  parse only         Family.parse of each reply (no target): the text side of the per-reply
+                     overhead, warm
   EDT per mask       scipy.ndimage.distance_transform_edt over each whole mask: the alternative
                      way to get distances that geometry.py does not use (shown for the record)
 """
@@ -131,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
             for (_, size, _), text, b in zip(masks, replies, boxes):
                 score_prediction("molmo", text, image_size=size, box=b)
 
+        from pointfail.families import get_family
+
+        molmo = get_family("molmo")
+
+        def parse_only():
+            for (_, size, _), text in zip(masks, replies):
+                molmo.parse(text, size)
+
         def edt():
             from scipy import ndimage
 
@@ -141,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes.clear()
         geometry.mask_cache_clear()
         score_masks_warm()  # fill the cache for the warm column
-        columns = {"decode": [], "masks": [], "masks_warm": [], "boxes": [], "edt": []}
+        columns = {"decode": [], "masks": [], "masks_warm": [], "boxes": [], "parse": [], "edt": []}
         for _ in range(args.rounds):
             td, ts = paired_cold()
             columns["decode"].append(td)
@@ -149,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             score_masks_warm()  # refill (paired_cold cleared the cache)
             columns["masks_warm"].append(timed(score_masks_warm))
             columns["boxes"].append(timed(score_boxes))
+            columns["parse"].append(timed(parse_only))
             columns["edt"].append(timed(edt))
         # ratio per round (same round: same machine load), then the median
         ratios = [m / d for m, d in zip(columns["masks"], columns["decode"])]
@@ -163,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         ("score vs masks (cold)", med["masks"]),
         ("score vs masks (warm cache)", med["masks_warm"]),
         ("score vs boxes", med["boxes"]),
+        ("parse only", med["parse"]),
         ("scipy EDT per mask (unused)", med["edt"]),
     ]
     print(f"{'':32s} {'ms/item':>9s} {'items/s':>10s}")

@@ -132,7 +132,9 @@ def score_parse(
     geometry = Geometry()
     if point is not None:
         geometry.in_target = region.contains(point)
-        geometry.distance_px = region.distance_px(point)
+        # 0 inside for every target kind (geometry: "0 exactly when the lookup says the point is
+        # in the mask"; boxes and polygons are closed), so a hit needs no distance search
+        geometry.distance_px = 0.0 if geometry.in_target else region.distance_px(point)
         geometry.distance_norm = None if geometry.distance_px is None else geometry.distance_px / region.diagonal_px
 
     if task == "box":

@@ -54,7 +54,7 @@ from pointfail.families._text import (
     strip_fences,
     strip_reasoning,
 )
-from pointfail.frames import Frame, FrameError
+from pointfail.frames import Frame, FrameError, _check_size
 from pointfail.records import ParseResult
 
 __all__ = ["Family", "get_family", "list_families", "FrameError"]
@@ -153,8 +153,6 @@ class Family:
         # fail on caller errors before reading the text, so they never depend on the reply
         self.frame.to_unit(0.0, 0.0, image_size, model_input_size)
         if self.frame.kind != "pixels_original" and image_size is not None:
-            from pointfail.frames import _check_size
-
             _check_size(image_size, "image_size")
         diag = Diagnostics()
         result = dict(family=self.name, frame=self.frame.name)

@@ -91,6 +91,8 @@ def normalize(text: str, diag: Diagnostics) -> str:
     """NFKC-normalize ``text`` (full-width digits, brackets and commas become ASCII) and map U+2212
     MINUS SIGN to ``-``. Flags ``fullwidth`` when a full-width form (U+FF01–U+FF5E) was present,
     ``nfkc`` for any other change, ``unicode_minus`` for U+2212."""
+    if text.isascii():
+        return text  # ASCII is invariant under NFKC and holds no U+2212
     out = unicodedata.normalize("NFKC", text)
     if out != text:
         if any(0xFF01 <= ord(c) <= 0xFF5E for c in text):
@@ -156,6 +158,9 @@ def strip_fences(text: str, diag: Diagnostics) -> str:
     return "\n".join(parts)
 
 
+_OPEN_TAG_AT_END = re.compile(r"<[A-Za-z_|][^<>]*$")
+
+
 def looks_truncated(text: str) -> bool:
     """True when the answer ends inside a structure: more ``[``/``{``/``(`` than closers, an open
     tag (``<point …`` without ``>``), or an odd number of double quotes. Used to flag ``truncated``
@@ -164,7 +169,7 @@ def looks_truncated(text: str) -> bool:
         return True
     if text.count("(") > text.count(")"):
         return True
-    if re.search(r"<[A-Za-z_|][^<>]*$", text):
+    if _OPEN_TAG_AT_END.search(text):
         return True
     if text.count('"') % 2 == 1:
         return True
@@ -197,6 +202,13 @@ def read_number(token: str, diag: Optional[Diagnostics] = None) -> float:
         t = t[1:-1].strip()
         if diag is not None:
             diag.flag("quoted_number")
+    if _NUMBER.fullmatch(t):
+        # the common case: a plain decimal number (it cannot carry a unit or spell nan/inf), so
+        # the unit and non-finite checks below cannot apply; the overflow check still does
+        v = float(t)
+        if not math.isfinite(v):
+            raise NumberError("non_finite_number", token)
+        return v
     m = _UNIT.fullmatch(t)
     if m:
         t = m.group(1)
@@ -312,13 +324,17 @@ def tag_attributes(attr_text: str) -> dict[str, str]:
     return out
 
 
+_POINT_TAG = re.compile(r"<(points?)\b([^<>]*)>", re.I)
+_INDEXED_ATTR = re.compile(r"[xy]\d+")
+
+
 def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
     """Molmo-style point tags: ``<point x="…" y="…" alt="…">…</point>`` (one point) and
     ``<points x1="…" y1="…" x2="…" y2="…" alt="…">…</points>`` (points in index order). A tag with an
     ``x`` and no matching ``y`` is recorded as ``wrong_arity``. A tag cut off before its ``>`` is not
     read (the reply is then flagged ``truncated``)."""
     items: list[Item] = []
-    for m in re.finditer(r"<(points?)\b([^<>]*)>", text, re.I):
+    for m in _POINT_TAG.finditer(text):
         attrs = tag_attributes(m.group(2))
         if m.group(1).lower() == "point" and ("x" in attrs or "y" in attrs):
             if "x" in attrs and "y" in attrs:
@@ -326,7 +342,7 @@ def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
             else:
                 diag.ignore("wrong_arity", m.group(0))
             continue
-        idx = sorted({int(k[1:]) for k in attrs if re.fullmatch(r"[xy]\d+", k)})
+        idx = sorted({int(k[1:]) for k in attrs if _INDEXED_ATTR.fullmatch(k)})
         for i in idx:
             if f"x{i}" in attrs and f"y{i}" in attrs:
                 items.append(Item("point", [attrs[f"x{i}"], attrs[f"y{i}"]], m.start() + i * 1e-3, m.group(0)))
