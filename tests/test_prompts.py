@@ -184,6 +184,9 @@ def test_families_do_not_wrap_a_pointing_verb_twice(core, target):
     assert get_family("gemini").prompt(core).startswith(f"Point to {target}. The answer")
     assert get_family("gemini").prompt(core, "box").startswith(f"Detect {target}. Output")
     assert get_family("paligemma").prompt(core) == f"detect {target}"
+    # phrase-grounding families take a noun phrase, not an imperative
+    assert get_family("kosmos2").prompt(core) == f"<grounding><phrase> {target}</phrase>"
+    assert get_family("florence2").prompt(core, "box") == f"<CAPTION_TO_PHRASE_GROUNDING>{target}"
     # families that do not prepend a verb keep the instruction as written
     assert get_family("internvl3").prompt(core).endswith(f"<ref>{' '.join(core.split())}</ref>")
 

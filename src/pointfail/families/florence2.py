@@ -22,8 +22,8 @@ class Florence2(Family):
     frame = Frame("bins_1000", "bins", 1000, "xy", "1000 bins per axis, x before y (Florence-2 <loc_N>)")
     checkpoints = ("microsoft/Florence-2-base", "microsoft/Florence-2-large")
     backend = None
-    point_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{core}"
-    box_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{core}"
+    point_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
+    box_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
 
     def extract(self, text, diag):
         return read_loc_runs(text, diag, r"<loc_(\d{1,4})>")

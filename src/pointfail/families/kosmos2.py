@@ -27,8 +27,8 @@ class Kosmos2(Family):
     frame = Frame("patch_grid_32", "patch_grid", N, "xy", "32x32 patch grid, patch index -> patch centre (Kosmos-2)")
     checkpoints = ("microsoft/kosmos-2-patch14-224",)
     backend = None
-    point_prompt = "<grounding><phrase> {core}</phrase>"
-    box_prompt = "<grounding><phrase> {core}</phrase>"
+    point_prompt = "<grounding><phrase> {target}</phrase>"
+    box_prompt = "<grounding><phrase> {target}</phrase>"
 
     def extract(self, text, diag):
         toks = list(re.finditer(r"<patch_index_(\d{1,4})>", text))
