@@ -242,8 +242,9 @@ def warn_mask_problems(benchmark: str, problems: list[str]) -> None:
     if problems:
         import warnings
 
-        warnings.warn(f"{benchmark}: {len(problems)} sample(s) with an unusable mask, loaded and to be "
-                      f"recorded as errors by the scorer: {problems[:5]}", stacklevel=3)
+        warnings.warn(f"{benchmark}: {len(problems)} sample(s) with an unusable mask, loaded anyway (the "
+                      f"scorer records a wrong-size, unreadable or empty mask as an error outcome with "
+                      f"its reason): {problems[:5]}", stacklevel=3)
 
 
 def boxes_sha256(boxes: list[list[float]]) -> str:
