@@ -448,3 +448,15 @@ def test_real_pointerbench_rows_reference_answers_and_edges(pointerbench_dir):
             out, geo = score_parse(parse(boxes=[b]), region, "box", size)
             assert out == "hit" and geo.box.coverage == 1.0 and geo.box.precision == 1.0, row["id"]
     assert counts == {"point": 1366, "bbox": 134}
+
+
+def test_empty_mask_is_refused_standalone_and_an_error_in_records(tmp_path):
+    empty = tmp_path / "empty.png"
+    Image.new("L", (W, H), 0).save(empty)
+    geometry.mask_cache_clear()
+    with pytest.raises(geometry.GeometryError, match="empty.png is empty"):
+        score_prediction("molmo", '<point x="50" y="50">b</point>', image_size=(W, H), mask_path=empty)
+    rec = build_record(study="st", model="m", family="molmo", sample=make_sample(empty), prompt=PROMPT,
+                       response=Response(raw_text='<point x="50" y="50">b</point>'))
+    assert rec.outcome == "error" and rec.error.startswith("scoring: mask ") and "is empty" in rec.error
+    assert rec.parse.points == [[0.5, 0.5]] and rec.geometry.in_target is None

@@ -362,6 +362,8 @@ def score_prediction(
         ValueError: no or several targets, no way to know the image size, sizes that disagree.
         pointfail.geometry.ImageError / MaskError / MaskSizeError: unreadable image or mask, or a
             mask of the wrong size.
+        pointfail.geometry.GeometryError: an empty mask (no pixel in the target: nothing could hit
+            it; :func:`build_record` records the same case as an ``error`` outcome).
         pointfail.frames.FrameError: a resized-input frame without ``model_input_size``.
     """
     tgt = _target_from_args(mask_path, box, target)
@@ -378,6 +380,8 @@ def score_prediction(
     else:
         raise ValueError("the image size is needed: give image_path or image_size")
     region = TargetRegion.from_target(tgt, size, allow_rescale=allow_rescale)
+    if region.kind == "mask" and region.area_px == 0:
+        raise GeometryError(f"mask {tgt.mask_path} is empty (no pixel in the target after binarization)")
     fam = _resolve_family(family)
     mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
     parse = fam.parse(raw_text, size, mis, task=task)
