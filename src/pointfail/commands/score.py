@@ -9,7 +9,7 @@ prints (one canonical JSON line: sorted keys, UTF-8) at least ``outcome``, ``pri
 (normalized ``[x, y]`` or null), ``points``, ``boxes``, ``flags``, plus ``in_target``,
 ``distance_px``, ``distance_norm``, ``box`` (box tasks), ``frame``, ``reason``, ``ignored``,
 ``truncated``, ``image_size``. Exit status: 0 when the reply was scored (whatever the outcome),
-1 when the image or mask cannot be used (unreadable, wrong size) or the frame needs
+1 when the image or mask cannot be used (unreadable, wrong size, empty) or the frame needs
 ``--model-input-size``, 2 for usage errors (including an unknown family).
 
 ``--diagnose`` adds ``frame_compliance``: the coordinate-frame compliance diagnostic of
