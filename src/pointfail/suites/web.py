@@ -6,7 +6,8 @@ user's own saved pages work the same way (``--pages DIR`` or ``--pages LIST.txt`
 
 Rendering: Chromium (Debian's ``chromium``, driven by Playwright with the system executable) at a
 1024x768 viewport, device scale 1, fixed user agent, locale ``en-US``, time zone UTC, reduced motion,
-animations and transitions disabled by an injected style sheet, every request other than ``file://``
+animations, transitions, (fading overlay) scrollbars and blurred shadows/filters (whose raster
+was seen to differ between runs) disabled by an injected style sheet, one raster thread, every request other than ``file://``
 aborted (no network), and fonts forced to DejaVu Sans / DejaVu Sans Mono (Debian's
 ``fonts-dejavu-core``). Each page is shown at several scroll offsets chosen from the seed.
 
@@ -45,12 +46,15 @@ CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic", "--disable-extensions",
     "--font-render-hinting=none", "--disable-lcd-text", "--force-color-profile=srgb",
-    "--hide-scrollbars",
+    "--hide-scrollbars", "--num-raster-threads=1", "--disable-partial-raster",
 ]
 FREEZE_CSS = (
     "*,*::before,*::after{animation:none!important;transition:none!important;"
     "caret-color:transparent!important;scroll-behavior:auto!important}"
-    "*{font-family:'DejaVu Sans',sans-serif!important}"
+    "*{font-family:'DejaVu Sans',sans-serif!important;scrollbar-width:none!important}"
+    "::-webkit-scrollbar{display:none!important}"
+    "*,*::before,*::after{box-shadow:none!important;text-shadow:none!important;filter:none!important;"
+    "backdrop-filter:none!important}"
     "code,pre,tt,kbd,samp,span.pre,code *,pre *{font-family:'DejaVu Sans Mono',monospace!important}"
 )
 BOX_EVAL = {"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}
