@@ -683,6 +683,15 @@ def find_phrase(words: list[Word], phrase: str) -> list[list[Word]]:
                 r = SequenceMatcher(None, got, target).ratio()
                 if r >= 0.8:
                     fuzzy.append((r - 0.01 * abs(m - n), run))
+    if not exact and not fuzzy and len(target) >= 3:
+        for w in words:  # the phrase inside a longer word ("re.escape(pattern)"): its slice of the box
+            t = w.text.casefold()
+            i = t.find(phrase.casefold())
+            if i >= 0 and len(t) > len(phrase):
+                x0, x1 = w.box[0], w.box[2]
+                a = x0 + (x1 - x0) * i / len(t)
+                b = x0 + (x1 - x0) * (i + len(phrase)) / len(t)
+                exact.append([Word(phrase, (a, w.box[1], b, w.box[3]), w.conf, w.line, w.index)])
     if exact:
         seen = set()
         out = []
@@ -739,10 +748,14 @@ def glyph_spans(gray: Any, box: tuple[float, float, float, float]) -> list[tuple
 
 
 def _char_box(gray: Any, word: Word, index: int, text: str) -> tuple[float, float, float, float]:
-    """Box of character ``index`` of ``text`` drawn in ``word``'s box: the matching glyph span when the
-    ink splits into one span per character, else a proportional slice (DejaVu Sans advance widths when
-    that font is installed, equal widths otherwise)."""
-    spans = [s for s in glyph_spans(gray, word.box)]
+    """Ink box of character ``index`` of ``text`` drawn in ``word``'s box: the matching glyph span when
+    the ink splits into one span per character; otherwise the character's slice of the ink width in
+    proportion to DejaVu Sans advance widths (equal widths without that font), snapped to the glyph
+    span holding the slice's centre when that span is no wider than 1.5 slices, and trimmed to the
+    ink inside it."""
+    import numpy as np
+
+    spans = glyph_spans(gray, word.box)
     n = len(text)
     if len(spans) == n and 0 <= index < n:
         return tuple(float(v) for v in spans[index])  # type: ignore[return-value]
@@ -753,6 +766,18 @@ def _char_box(gray: Any, word: Word, index: int, text: str) -> tuple[float, floa
     tot = sum(widths) or 1.0
     a = x0 + (x1 - x0) * sum(widths[:index]) / tot
     b = x0 + (x1 - x0) * sum(widths[: index + 1]) / tot
+    c = (a + b) / 2
+    for sp in spans:
+        if sp[0] <= c < sp[2] and sp[2] - sp[0] <= 1.5 * (b - a) + 1:
+            return tuple(float(v) for v in sp)  # type: ignore[return-value]
+    ia, ib = int(round(a)), max(int(round(b)), int(round(a)) + 1)
+    crop = gray[int(y0):int(np.ceil(y1)) + 1, ia:ib]
+    if crop.size:
+        border = np.concatenate([gray[int(y0), int(x0):int(x1) + 1], gray[min(int(y1) + 1, gray.shape[0] - 1), int(x0):int(x1) + 1]])
+        ink = np.abs(crop - np.median(border)) > 60
+        rows = np.nonzero(ink.any(1))[0]
+        if len(rows):
+            return a, int(y0) + float(rows[0]), b, int(y0) + float(rows[-1]) + 1
     return a, y0, b, y1
 
 
@@ -772,10 +797,45 @@ _CARET_AFTER = r"\b(after|past|end of|behind|following|follows)\b"
 _CARET_BEFORE = r"\b(before|leading edge|left of|start of|in front of|ahead of|precedes|preceding)\b"
 
 
-def _pick(runs: list[list[Word]], instruction: str, start: int, image_w: float) -> list[Word]:
+def _ink_saturation(image: Any, box: tuple[float, float, float, float]) -> float:
+    """Mean HSV saturation (0..1) of the ink pixels in ``box`` (pixels 60+ gray levels away from the
+    box border's median): link text is coloured, body text is not."""
+    import numpy as np
+
+    x0, y0 = max(0, int(box[0])), max(0, int(box[1]))
+    x1, y1 = min(image.width, int(np.ceil(box[2])) + 1), min(image.height, int(np.ceil(box[3])) + 1)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return 0.0
+    crop = image.crop((x0, y0, x1, y1))
+    g = np.asarray(crop.convert("L"), dtype=np.int16)
+    sat = np.asarray(crop.convert("HSV"), dtype=np.float32)[..., 1] / 255
+    border = np.concatenate([g[0], g[-1], g[:, 0], g[:, -1]])
+    ink = np.abs(g - np.median(border)) > 60
+    return float(sat[ink].mean()) if ink.any() else 0.0
+
+
+def _pick(runs: list[list[Word]], instruction: str, start: int, image_w: float, image: Any = None,
+          words: Optional[list[Word]] = None) -> list[Word]:
     """One run among several matches: an ordinal before the quote, a region ("sidebar": the left
-    quarter of the image; "main text": the rest), else the first."""
+    quarter of the image; "main text": the rest), a style ("link": coloured ink, when some matches
+    have it; "heading"/"title": the tallest text), else the first."""
     low = instruction.lower()
+    if len(runs) > 1 and image is not None and re.search(r"\blink\b", _unquoted(low)):
+        sats = [_ink_saturation(image, _union(r)) for r in runs]
+        coloured = [r for r, v in zip(runs, sats) if v > 0.2]
+        runs = coloured or runs
+        if len(runs) > 1 and words:  # the whole link: its neighbours on the line are not coloured
+            def alone(r: list[Word]) -> bool:
+                for i in (r[0].index - 1, r[-1].index + 1):
+                    if 0 <= i < len(words) and words[i].line == r[0].line and \
+                            words[i].box[0] - r[-1].box[2] < r[0].h and r[0].box[0] - words[i].box[2] < r[0].h and \
+                            _ink_saturation(image, words[i].box) > 0.2:
+                        return False
+                return True
+            runs = [r for r in runs if alone(r)] or runs
+    if len(runs) > 1 and re.search(r"\b(heading|title)\b", _unquoted(low)):
+        top = max(_median([w.h for w in r]) for r in runs)
+        runs = [r for r in runs if _median([w.h for w in r]) >= 0.85 * top]
     if re.search(r"\bsidebar\b", low):
         runs = [r for r in runs if r[0].box[0] < 0.3 * image_w] or runs
     elif re.search(r"\bmain (?:text|content|body)\b", low):
@@ -813,7 +873,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         ws, word = multi[-1]
         runs = find_phrase(words, word)
         if runs:
-            run = _pick(runs, instruction, ws, W)
+            run = _pick(runs, instruction, ws, W, image, words)
             w = run[0]
             txt = w.text if _norm(w.text) == _norm(word) and len(w.text) == len(word) else word
             if len(single) >= 2:
@@ -835,7 +895,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
     if m and gray is not None and re.search(r"\b(after|following|ending|ends)\b", low):
         runs = find_phrase(words, qs[0][1])
         if runs:
-            run = _pick(runs, instruction, qs[0][0], W)
+            run = _pick(runs, instruction, qs[0][0], W, image, words)
             w = run[-1]
             spans = glyph_spans(gray, w.box)
             mark = _PUNCT[m.group(1)]
@@ -866,7 +926,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
             runs = find_phrase(words, " ".join(first))
         lines = text_lines(words)
         if runs:
-            run = _pick(runs, instruction, start, W)
+            run = _pick(runs, instruction, start, W, image, words)
             if m_line:
                 ln = next(ln for ln in lines if run[0] in ln)
                 box = _union(ln)
@@ -879,7 +939,11 @@ def text_target(instruction: str, words: list[Word], image: Any = None
             cy = _union(ln)[1] / 2 + _union(ln)[3] / 2
             if ends or re.search(r"\b(end|last character)\b", low[: start]):
                 last = ln[-1] if not ends else run[-1]
-                return box, (last.box[2] + 1.5, last.cy if ends else cy), "line_end" if m_line else "paragraph_end"
+                x_end = last.box[2]
+                if gray is not None:  # trailing punctuation Tesseract left out of the word box
+                    sp = glyph_spans(gray, (last.box[0], last.box[1], last.box[2] + 0.5 * last.h, last.box[3]))
+                    x_end = max([x_end] + [v[2] for v in sp if v[0] <= x_end + 0.3 * last.h])
+                return box, (x_end + 1.5, last.cy if ends else cy), "line_end" if m_line else "paragraph_end"
             if re.search(r"\b(start|beginning)\s+of\b", low[: start]):
                 return box, (ln[0].box[0] - 1.0, cy), "line_start" if m_line else "paragraph_start"
             return box, ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2), "line_box" if m_line else "paragraph_box"
@@ -888,7 +952,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         runs = find_phrase(words, q)
         if not runs:
             continue
-        run = _pick(runs, instruction, start, W)
+        run = _pick(runs, instruction, start, W, image, words)
         k = _ordinal(instruction, start)
         ctx = [r for _, q2 in qs[qi + 1:] for r in find_phrase(words, q2)]
         if not k and len(runs) > 1 and ctx:
@@ -978,7 +1042,8 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
         tt = text_target(instruction, more, image)
     if tt is not None:
         box, pt, rule = tt
-        if task == "box" and rule in ("phrase_center", "line_box", "paragraph_box"):
+        if task == "box" and (rule in ("line_box", "paragraph_box") or (
+                rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b", unq.lower()))):
             box = _pad_box(box, rule, words)
         return _answer(pt, box, rule, task)
     if quoted(instruction):
