@@ -248,11 +248,12 @@ def build_record(
         region = TargetRegion.from_target(sample.target, size, base_dir, allow_rescale=allow_rescale)
     except GeometryError as e:
         return Record(**common, parse=parse, outcome="error", error=f"scoring: {e}")
-    if region.kind == "mask" and region.area_px == 0:
+    outcome, geometry = score_parse(parse, region, sample.task, size)
+    # a hit proves the mask is not empty; otherwise check (cached bounding box, free after a miss)
+    if outcome != "hit" and region.mask_empty:
         return Record(**common, parse=parse, outcome="error",
                       error=f"scoring: mask {sample.target.mask_path} is empty (no pixel in the target after "
                             f"binarization; see geometry.binarize_mask_image)")
-    outcome, geometry = score_parse(parse, region, sample.task, size)
     official = _official_score(sample, parse, region)
     return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official)
 
@@ -380,12 +381,12 @@ def score_prediction(
     else:
         raise ValueError("the image size is needed: give image_path or image_size")
     region = TargetRegion.from_target(tgt, size, allow_rescale=allow_rescale)
-    if region.kind == "mask" and region.area_px == 0:
-        raise GeometryError(f"mask {tgt.mask_path} is empty (no pixel in the target after binarization)")
     fam = _resolve_family(family)
     mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
     parse = fam.parse(raw_text, size, mis, task=task)
     outcome, geometry = score_parse(parse, region, task, size)
+    if outcome != "hit" and region.mask_empty:  # a hit proves the mask is not empty
+        raise GeometryError(f"mask {tgt.mask_path} is empty (no pixel in the target after binarization)")
     return ScoreResult(
         family=fam.name,
         frame=parse.frame,
