@@ -120,6 +120,10 @@ def strip_reasoning(text: str, diag: Diagnostics) -> Optional[str]:
       (the caller reports ``no_prediction`` with reason ``truncated``).
     * ``<answer>…</answer>``: only its content counts (flag ``answer_tag``).
     """
+    if text.isascii():
+        low = text.lower()  # for ASCII text, exactly what re.I compares
+        if "think" not in low and "reasoning" not in low and "<answer>" not in low:
+            return text  # none of the three tags can match: skip the regex scans
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]
