@@ -1,17 +1,47 @@
 # pointfail's entry points. Every recipe is one command calling the runner or the CLI: no shell
 # pipelines doing work (tests/test_no_shell.py checks the recipes that call the runner).
-# The lead adds reproduce / verify / data / report.
+#
+#   make reproduce [STUDY=default]   everything, in order, timed; tables compared with the committed ones
+#   make verify [STUDY=...]          offline: regenerate every table from committed records, compare hashes
+#   make test                        the test suite (the README's test command)
+#   make smoke                       a few samples through the whole container pipeline (minutes)
+#   make images / base / wheels      pinned images; the base from Debian packages
+#   make data [STUDY=default]        the study's generated suites, rendered in the pinned suites image
+#   make report [STUDY=default]      figures (HTML + PNG) from committed records
 
 PYTHON  ?= python3
 RUNNER  := $(PYTHON) -m pointfail_runner
 VARIANT ?= cpu
 IMAGES  ?=
 SMOKE   := work/smoke
+STUDY   ?= default
+CLI     := $(PYTHON) -m pointfail
 
-.PHONY: help engine base lock wheels images smoke test test-fast
+.PHONY: help engine base lock wheels images smoke test test-fast reproduce publish verify data report prereqs
 
 help:
-	@$(PYTHON) -c "print('targets: base wheels images smoke test test-fast (VARIANT=cpu|cuda, IMAGES=\"scorer ocr ...\")')"
+	@$(PYTHON) -c "print('targets: reproduce verify test smoke images base wheels data report (STUDY=default, VARIANT=cpu|cuda)')"
+
+prereqs:
+	$(RUNNER) prereqs
+
+# The main job: every stage of records/$(STUDY)/study.toml; exit 0 when the regenerated tables match.
+reproduce:
+	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT)
+
+# How the committed records were made: like reproduce, but writes into records/$(STUDY)/.
+publish:
+	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT) --publish
+
+# Offline, no Docker, no GPU: every study with records (or STUDY=name for one).
+verify:
+	$(CLI) verify $(if $(filter command line,$(origin STUDY)),records/$(STUDY),records)
+
+data:
+	$(RUNNER) data --study records/$(STUDY)/study.toml
+
+report:
+	$(CLI) report records/$(STUDY)
 
 engine:
 	$(RUNNER) engine
@@ -36,7 +66,7 @@ smoke:
 	$(RUNNER) run --study runner/smoke/study.toml --data-root $(SMOKE)/data --work $(SMOKE)/jobs --records $(SMOKE)/records --variant cpu --wall-clock 600 --fix-permissions
 
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 test-fast:
 	$(PYTHON) -m pytest -q -m "not docker and not slow"

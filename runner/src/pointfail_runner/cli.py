@@ -8,6 +8,8 @@ Commands::
     pointfail-runner wheels [IMAGE ...] [--variant cpu|cuda]       # wheelhouse from the lock files
     pointfail-runner build [IMAGE ...] [--variant cpu|cuda] [--force]
     pointfail-runner run --study FILE [--models M ...] [--benchmarks B ...] [--limit N] ...
+    pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
+    pointfail-runner reproduce --study FILE [--publish]   # every stage, timed; compare with committed
 
 Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad arguments.
 """
@@ -77,6 +79,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--fix-permissions", action="store_true",
                    help="as root: make data/weights readable by the container user (chmod -R o+rX) if they are not")
+    pq = sub.add_parser("prereqs", help="check (and as root on Debian, install) the system packages needed")
+    pq.add_argument("--check", action="store_true", help="only check; print the install command when missing")
+    dt = sub.add_parser("data", help="render a study's generated suites in the pinned image; check the manifests")
+    dt.add_argument("--study", type=Path, required=True)
+    dt.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    rp = sub.add_parser("reproduce", help="every stage of a study in order, timed; compare with the committed tables")
+    rp.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
+    rp.add_argument("--publish", action="store_true",
+                    help="write records, tables and suite manifests into records/<study>/ instead of comparing")
+    rp.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    rp.add_argument("--no-install", action="store_true", help="never install system packages; stop instead")
     args = ap.parse_args(argv)
     repo = args.repo.resolve() if args.repo else find_repo()
 
@@ -85,9 +98,25 @@ def main(argv: Optional[list[str]] = None) -> int:
     from .engine import EngineError
     from .images import ImageBuildError
     from .locks import LockError
+    from .prereqs import PrereqError
+    from .reproduce import ReproduceError
     from .study import StudyError
 
     try:
+        if args.cmd == "prereqs":
+            from .prereqs import ensure_packages
+
+            ensure_packages(install=not args.check)
+            return 0
+        if args.cmd == "data":
+            from .reproduce import data
+
+            return data(repo, args.study, variant=args.variant)
+        if args.cmd == "reproduce":
+            from .reproduce import reproduce
+
+            return reproduce(repo, args.study, publish=args.publish, variant=args.variant,
+                             install=not args.no_install)
         if args.cmd == "engine":
             from .engine import ensure_engine
 
@@ -134,7 +163,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             for model, per in counts.items():
                 for bench, n in per.items():
                     print(f"{model}\t{bench}\t{n} records")
-    except (EngineError, BaseImageError, LockError, ImageBuildError, ContainerFailed, StudyError) as e:
+    except (EngineError, BaseImageError, LockError, ImageBuildError, ContainerFailed, StudyError, PrereqError,
+            ReproduceError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1
     return 0

@@ -439,6 +439,7 @@ def generate_suite(
             "files": dict(sorted(files.items())),
         }
         (tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
+        tmp.chmod(0o755)  # mkdtemp makes 0700; suites are read by other users (container workers)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

@@ -41,12 +41,13 @@ from typing import Any, Optional
 
 VIEWPORT = (1024, 768)
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) pointfail-web-suite/1 Chromium"
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/lib/chromium/chromium"
+"""Debian's Chromium binary itself (``/usr/bin/chromium`` is a shell wrapper around it)."""
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic", "--disable-extensions",
     "--font-render-hinting=none", "--disable-lcd-text", "--force-color-profile=srgb",
-    "--hide-scrollbars", "--num-raster-threads=1", "--disable-partial-raster",
+    "--hide-scrollbars", "--num-raster-threads=1", "--disable-partial-raster", "--disable-dev-shm-usage",
 ]
 FREEZE_CSS = (
     "*,*::before,*::after{animation:none!important;transition:none!important;"
@@ -502,6 +503,7 @@ def _write_suite(out: Path, *, n: int, seed: int, rows: list[dict[str, Any]], im
             **extra,
         }
         (tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
+        tmp.chmod(0o755)  # mkdtemp makes 0700; suites are read by other users (container workers)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

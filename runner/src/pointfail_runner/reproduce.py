@@ -1,0 +1,315 @@
+"""``make reproduce``: the whole study, in order, with the wall time of every stage.
+
+Stages: prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
+rendered inside the pinned ``suites`` image and checked against the committed manifests) → runs (one
+model container at a time) → judge (the oracle; an Ollama judge too when ``OLLAMA_HOST`` is set) →
+aggregate → compare (the regenerated tables against the committed ``tables/`` byte for byte).
+
+By default everything is written under ``work/reproduce/<study>/`` and compared with
+``records/<study>/``; ``--publish`` writes into ``records/<study>/`` itself (how the committed records
+were made). A study whose data or weights are missing stops before any work with the list of what is
+missing and the command that fetches each.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+SUITES_IMAGE = "suites"
+"""The pinned image that renders generated suites (Pillow + fonts for sheets/text, Chromium for web)."""
+
+SUITE_MOUNT = "/out"
+
+
+class ReproduceError(RuntimeError):
+    """A stage failed; the message names the stage and why."""
+
+
+def _pointfail(*args: str, log: Callable[[str], None] = print, check: bool = True) -> int:
+    """Run the pointfail CLI in a subprocess (argument list, no shell); returns the exit code."""
+    cmd = [sys.executable, "-m", "pointfail", *args]
+    log("[reproduce] $ pointfail " + " ".join(args))
+    rc = subprocess.run(cmd, check=False).returncode
+    if check and rc != 0:
+        raise ReproduceError(f"pointfail {args[0]} exited {rc}")
+    return rc
+
+
+def run_tool(client, image: str, command: list[str], rw_dir: Path, *, wall_clock_s: float = 1800,
+             mem_limit: str = "4g", log: Callable[[str], None] = print) -> None:
+    """Run a pinned tool image (not a model) with ``command``: no network, read-only root, a tmpfs
+    ``/tmp``, the non-root container user, all capabilities dropped, no-new-privileges, a memory limit;
+    ``rw_dir`` is the one writable mount, at ``/out``. The wall clock is enforced here (kill), and the
+    container is always removed.
+
+    Raises:
+        ReproduceError: non-zero exit or the wall clock ran out (with the last log lines).
+    """
+    from .container import CONTAINER_UID, container_user
+
+    rw_dir = Path(rw_dir).resolve()
+    rw_dir.mkdir(parents=True, exist_ok=True)
+    if os.getuid() == 0:
+        os.chown(rw_dir, CONTAINER_UID, CONTAINER_UID)
+    container = client.containers.create(
+        image, command=command, user=container_user(), network_mode="none", read_only=True,
+        tmpfs={"/tmp": "rw,nosuid,nodev,size=2g,mode=1777", "/dev/shm": "rw,nosuid,nodev,size=512m"},
+        cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit,
+        pids_limit=1024, volumes={str(rw_dir): {"bind": SUITE_MOUNT, "mode": "rw"}}, working_dir="/tmp",
+        environment={"HOME": "/tmp", "PYTHONUNBUFFERED": "1", "XDG_CACHE_HOME": "/tmp/cache"}, detach=True,
+    )
+    t0 = time.monotonic()
+    try:
+        container.start()
+        while True:
+            container.reload()
+            if container.status in ("exited", "dead"):
+                break
+            if time.monotonic() - t0 > wall_clock_s:
+                container.kill()
+                raise ReproduceError(f"{image} {' '.join(command)}: killed after {wall_clock_s:.0f} s")
+            time.sleep(1.0)
+        code = container.wait(timeout=60).get("StatusCode")
+        tail = container.logs(tail=30).decode("utf-8", "replace")
+        if code != 0:
+            raise ReproduceError(f"{image} {' '.join(command)} exited {code}:\n{tail}")
+        log(tail.strip().splitlines()[-1] if tail.strip() else f"[reproduce] {image} done")
+    finally:
+        try:
+            container.remove(force=True)
+        except Exception:  # noqa: BLE001 - removal is best effort after a kill
+            pass
+
+
+def generator_command(bench: dict) -> list[str]:
+    """The ``pointfail generate`` arguments (the suites image's entrypoint) for one study benchmark."""
+    cmd = [bench["generator"], "--n", str(int(bench["n"])), "--seed", str(int(bench["seed"])),
+           "--out", f"{SUITE_MOUNT}/{bench['name']}"]
+    if bench["generator"] == "web" and bench.get("pages"):
+        cmd += ["--pages", str(bench["pages"])]
+    return cmd
+
+
+def compare_manifest(generated: Path, committed: Path) -> list[str]:
+    """Differences between a freshly generated suite's manifest and the committed one: every file
+    whose sha256 differs or that is missing on either side, then the environment versions (fonts,
+    Pillow, FreeType, zlib, browser, documentation packages) that differ. Empty when identical."""
+    a = json.loads(committed.read_text(encoding="utf-8"))
+    b = json.loads(generated.read_text(encoding="utf-8"))
+    out = []
+    fa, fb = a.get("files", {}), b.get("files", {})
+    for rel in sorted(set(fa) | set(fb)):
+        if fa.get(rel) != fb.get(rel):
+            out.append(f"{rel}: committed {str(fa.get(rel))[:12]}, regenerated {str(fb.get(rel))[:12]}")
+    if out:
+        va, vb = a.get("versions", {}), b.get("versions", {})
+        for k in sorted(set(va) | set(vb)):
+            if va.get(k) != vb.get(k):
+                out.append(f"environment {k}: committed {va.get(k)!r}, here {vb.get(k)!r}")
+    return out
+
+
+def compare_tables(regenerated: Path, committed: Path) -> list[str]:
+    """Unified diffs of every table file that differs between two ``tables/`` directories (files
+    present on one side only are named). Empty when byte-identical."""
+    out = []
+    names = sorted({p.name for p in regenerated.iterdir()} | {p.name for p in committed.iterdir()})
+    for n in names:
+        a, b = committed / n, regenerated / n
+        if not a.exists() or not b.exists():
+            out.append(f"{n}: only in {'regenerated' if b.exists() else 'committed'} tables")
+            continue
+        if a.read_bytes() != b.read_bytes():
+            diff = difflib.unified_diff(a.read_text("utf-8").splitlines(), b.read_text("utf-8").splitlines(),
+                                        f"committed/{n}", f"regenerated/{n}", lineterm="", n=1)
+            out.append("\n".join(list(diff)[:60]))
+    return out
+
+
+def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publish: bool = False,
+                log: Callable[[str], None] = print) -> list[str]:
+    """Render every generated benchmark of ``study`` with ``image`` (the pinned suites image) into
+    ``data_root/<benchmark>`` and check each against ``records/<study>/suites/<name>.manifest.json``.
+    A missing committed manifest (or ``publish``) is written instead. Returns the mismatches, each a
+    readable paragraph naming the differing files and the environment versions that explain them."""
+    problems = []
+    committed = study.path.parent
+    for b in [b for b in study.benchmarks if b.get("generator")]:
+        dest = data_root / b["name"]
+        if dest.exists():
+            shutil.rmtree(dest)
+        run_tool(client, image, generator_command(b), data_root, log=log)
+        manifest = dest / "manifest.json"
+        committed_manifest = committed / "suites" / f"{b['name']}.manifest.json"
+        if publish or not committed_manifest.exists():
+            committed_manifest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(manifest, committed_manifest)
+            log(f"[data] wrote {committed_manifest}")
+            continue
+        diffs = compare_manifest(manifest, committed_manifest)
+        if diffs:
+            problems.append(f"suite {b['name']} differs from {committed_manifest}:\n  " + "\n  ".join(diffs[:30]))
+        else:
+            log(f"[data] suite {b['name']}: every file matches {committed_manifest}")
+    return problems
+
+
+def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[str], None] = print) -> int:
+    """``make data``: build the suites image if needed, render the study's generated suites into
+    ``data/<study>/`` and check them against the committed manifests. Returns 0 when all match."""
+    from . import base as bmod
+    from . import images as imod
+    from . import locks
+    from .engine import ensure_engine
+    from .study import load_study
+
+    repo = Path(repo).resolve()
+    study = load_study(study_file)
+    client = ensure_engine()
+    bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log)
+    try:
+        built = imod.build_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
+    except locks.LockError:
+        locks.download_wheels(repo / "images" / SUITES_IMAGE, repo / "wheelhouse", variant)
+        built = imod.build_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
+    problems = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
+    for p in problems:
+        log(p)
+    return 1 if problems else 0
+
+
+def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: str = "cpu",
+              out_root: Optional[Path] = None, install: bool = True, log: Callable[[str], None] = print) -> int:
+    """Run every stage for ``study_file`` and print a table of stage wall times.
+
+    Returns 0 when the regenerated tables (and suites) match the committed ones, 1 otherwise.
+
+    Raises:
+        ReproduceError / StudyError / PrereqError / EngineError: a stage could not run (message says
+            which and why); nothing after it runs.
+    """
+    from tabulate import tabulate
+
+    from . import base as bmod
+    from . import images as imod
+    from . import locks, prereqs
+    from .engine import ensure_engine
+    from .study import load_study, run_study
+
+    repo = Path(repo).resolve()
+    study = load_study(study_file)
+    committed = study.path.parent
+    work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
+    records = committed if publish else work / "records"
+    data_root = repo / "data" / study.name
+    # Studies that need weights or data on disk: check first, before any image is built.
+    generated = [b for b in study.benchmarks if b.get("generator")]
+    needs_external = [b for b in study.benchmarks if not b.get("generator")]
+    if needs_external or any(m["family"] not in ("center", "ocr") for m in study.models):
+        missing = []
+        for b in needs_external:
+            d = (study.path.parent / b["data"]) if b.get("data") else data_root / b["name"]
+            if not d.is_dir():
+                missing.append(f"data {b['name']}: {d} <- pointfail data fetch {b['loader']} --to {d}")
+        for m in study.models:
+            if m["family"] in ("center", "ocr"):
+                continue
+            w = (repo / m["weights"]) if m.get("weights") else repo / "weights" / m["name"]
+            if not w.is_dir():
+                rev = m.get("revision") or "<pin a 40-hex commit in study.toml first>"
+                missing.append(f"weights {m['name']}: {w} <- huggingface-cli download {m.get('checkpoint')} "
+                               f"--revision {rev} --local-dir {w}")
+            if not m.get("revision"):
+                missing.append(f"revision {m['name']}: not pinned in {study_file}")
+        judge = study.raw.get("judge", {})
+        if study.raw.get("study", {}).get("primary_judge") == "ollama" and not os.environ.get("OLLAMA_HOST"):
+            missing.append(f"judge: OLLAMA_HOST is not set <- make -C images/judge pull-model serve "
+                           f"(model {judge.get('ollama_model')}), then export OLLAMA_HOST=http://HOST:11434")
+        if missing:
+            raise ReproduceError(f"study {study.name} cannot run here; missing before any work:\n  "
+                                 + "\n  ".join(missing))
+
+    t_start = time.monotonic()
+    marks: list[tuple[str, float, float]] = []
+
+    def timed(name: str, fn):
+        log(f"[reproduce] == {name}")
+        t0 = time.monotonic()
+        result = fn()
+        marks.append((name, t0, time.monotonic()))
+        return result
+
+    timed("prerequisites", lambda: prereqs.ensure_packages(install=install, log=log))
+    client = timed("docker engine", ensure_engine)
+    timed("base image", lambda: bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log))
+
+    def build_all():
+        names = sorted({m["image"] for m in study.models} | ({SUITES_IMAGE} if generated else set()))
+        built = {}
+        for name in names:
+            try:
+                built[name] = imod.build_image(client, repo, name, variant=variant, log=log)
+            except locks.LockError:
+                locks.download_wheels(repo / "images" / name, repo / "wheelhouse", variant)
+                built[name] = imod.build_image(client, repo, name, variant=variant, log=log)
+        return built
+
+    built = timed("images", build_all)
+
+    problems: list[str] = []
+    timed("data (suites in the pinned image)",
+          lambda: problems.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
+                                              data_root, publish=publish, log=log)))
+
+
+    def runs():
+        if records != committed:
+            records.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(study.path, records / "study.toml")
+        for b in study.benchmarks:
+            for m in study.models:
+                (records / m["name"]).mkdir(parents=True, exist_ok=True)
+        run_study(study.path, repo=repo, data_root=data_root.relative_to(repo) if data_root.is_relative_to(repo)
+                  else data_root, work_root=work / "jobs", records_root=records, variant=variant,
+                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client, log=log)
+
+    timed("runs (one model container at a time)", runs)
+
+    def judge():
+        _pointfail("judge", str(records), "--judge", "oracle", "--data-root", str(repo), "--no-progress", log=log)
+        if os.environ.get("OLLAMA_HOST"):
+            rc = _pointfail("judge", str(records), "--judge", "ollama", "--role", "other", "--data-root",
+                            str(repo), "--no-progress", log=log, check=False)
+            if rc not in (0, 3):
+                raise ReproduceError(f"Ollama judge stage exited {rc}")
+            _pointfail("judge-agreement", str(records), log=log)
+
+    timed("judge", judge)
+    timed("aggregate", lambda: _pointfail("aggregate", str(records), log=log))
+
+    def compare():
+        if publish:
+            return
+        diffs = compare_tables(records / "tables", committed / "tables")
+        if diffs:
+            problems.append("tables differ from the committed ones:\n" + "\n".join(diffs))
+        else:
+            log(f"[reproduce] every table matches {(committed / 'tables').relative_to(repo)} byte for byte")
+
+    timed("compare with committed tables", compare)
+    rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
+    rows.append(("total", f"{time.monotonic() - t_start:.1f}"))
+    log(tabulate(rows, headers=["stage", "seconds"], tablefmt="github"))
+    if problems:
+        log("[reproduce] MISMATCH\n" + "\n".join(problems))
+        return 1
+    log(f"[reproduce] OK: study {study.name} reproduced" + (" and published" if publish else ""))
+    return 0
