@@ -17,24 +17,32 @@ SMOKE   := work/smoke
 STUDY   ?= default
 CLI     := $(PYTHON) -m pointfail
 
-.PHONY: help engine base lock wheels images smoke test test-fast reproduce publish verify data report prereqs
+.PHONY: install install-dev help engine base lock wheels images smoke test test-fast reproduce publish verify data report prereqs
 
 help:
 	@$(PYTHON) -c "print('targets: reproduce verify test smoke images base wheels data report (STUDY=default, VARIANT=cpu|cuda)')"
 
-prereqs:
+# Python packages: the library and the runner (enough for reproduce/verify), or everything the tests use.
+install:
+	$(PYTHON) -m pip install -q -e . -e runner
+
+install-dev:
+	$(PYTHON) -m pip install -q torch==2.13.0
+	$(PYTHON) -m pip install -q -r requirements-dev.txt -e . -e runner
+
+prereqs: install
 	$(RUNNER) prereqs
 
 # The main job: every stage of records/$(STUDY)/study.toml; exit 0 when the regenerated tables match.
-reproduce:
+reproduce: install
 	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT)
 
 # How the committed records were made: like reproduce, but writes into records/$(STUDY)/.
-publish:
+publish: install
 	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT) --publish
 
 # Offline, no Docker, no GPU: every study with records (or STUDY=name for one).
-verify:
+verify: install
 	$(CLI) verify $(if $(filter command line,$(origin STUDY)),records/$(STUDY),records)
 
 data:
@@ -65,7 +73,10 @@ smoke:
 	$(PYTHON) -m pointfail generate sheets --n 8 --seed 1 --out $(SMOKE)/data/sheets
 	$(RUNNER) run --study runner/smoke/study.toml --data-root $(SMOKE)/data --work $(SMOKE)/jobs --records $(SMOKE)/records --variant cpu --wall-clock 600 --fix-permissions
 
-test:
+# The README's test command: installs the test requirements and system packages, starts the engine.
+test: install-dev
+	$(RUNNER) prereqs
+	$(RUNNER) engine
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 test-fast:

@@ -5,7 +5,8 @@
 Steps (:func:`build_base`): read the Debian mirror from this machine's apt configuration
 (:func:`read_apt_mirror`, never a host name written in the repository), ``debootstrap
 --variant=minbase`` Debian bookworm with ``python3``, ``python3-venv`` and ``ca-certificates`` into a
-temporary directory, add the unprivileged user ``pointfail`` (uid/gid 10001), drop apt caches and
+temporary directory, give it the machine's apt sources for the release, ``-updates`` and ``-security``
+pockets (:func:`write_apt_sources`), add the unprivileged user ``pointfail`` (uid/gid 10001), drop apt caches and
 lists, pack the tree as a tar with sorted entries, numeric owners and clamped mtimes, ``docker
 import`` it through the Engine API, and write ``images/base/base.lock.json``: the image id (its
 content digest), the layer's diff id, the tar's sha256, and every installed package's Debian version.
@@ -162,6 +163,26 @@ def debootstrap(dest: Path, mirror: str, suite: str = SUITE, packages: Iterable[
         raise BaseImageError(f"debootstrap failed ({proc.returncode}):\n{proc.stdout[-1500:]}{proc.stderr[-1500:]}{extra}")
 
 
+def write_apt_sources(rootfs: Path, suite: str = SUITE, root: Path = Path("/")) -> list[str]:
+    """Give ``rootfs`` the machine's Debian sources for ``suite`` and its ``-updates`` and
+    ``-security`` pockets (component ``main``), so ``apt-get`` inside images reaches the same package
+    versions as the host (debootstrap alone writes only the release pocket). Returns the suites
+    written. The URIs are the machine's own and go into the image only, never into the repository."""
+    wanted = (suite, f"{suite}-updates", f"{suite}-security")
+    lines: list[str] = []
+    written: list[str] = []
+    for s in apt_sources(root):
+        if "main" not in s.components:
+            continue
+        for su in s.suites:
+            if su in wanted and su not in written:
+                lines.append(f"deb {s.uri.rstrip('/')} {su} main")
+                written.append(su)
+    if lines:
+        (rootfs / "etc/apt/sources.list").write_text("\n".join(lines) + "\n")
+    return written
+
+
 def add_user(rootfs: Path) -> None:
     """Add the unprivileged user ``pointfail`` (uid/gid 10001, home ``/home/pointfail``, no login
     shell) to ``rootfs`` with ``useradd --root``."""
@@ -252,6 +273,8 @@ def build_base(client, lock_path: Path, *, mirror: Optional[str] = None, workdir
         rootfs = tmp / "rootfs"
         log(f"[base] debootstrap {SUITE} ({VARIANT}, +{','.join(PACKAGES)}) from the apt-configured mirror")
         debootstrap(rootfs, mirror)
+        pockets = write_apt_sources(rootfs)
+        log(f"[base] apt sources in the image: {', '.join(pockets) or 'debootstrap default'}")
         add_user(rootfs)
         packages = dpkg_versions(rootfs)
         slim(rootfs)

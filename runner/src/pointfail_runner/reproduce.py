@@ -216,14 +216,16 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     if needs_external or any(m["family"] not in ("center", "ocr") for m in study.models):
         missing = []
         for b in needs_external:
-            d = (study.path.parent / b["data"]) if b.get("data") else data_root / b["name"]
+            d = (study.path.parent / b["data_dir"]) if b.get("data_dir") else data_root / b["name"]
             if not d.is_dir():
+                d = d.relative_to(repo) if d.is_relative_to(repo) else d
                 missing.append(f"data {b['name']}: {d} <- pointfail data fetch {b['loader']} --to {d}")
         for m in study.models:
             if m["family"] in ("center", "ocr"):
                 continue
             w = (repo / m["weights"]) if m.get("weights") else repo / "weights" / m["name"]
             if not w.is_dir():
+                w = w.relative_to(repo) if w.is_relative_to(repo) else w
                 rev = m.get("revision") or "<pin a 40-hex commit in study.toml first>"
                 missing.append(f"weights {m['name']}: {w} <- huggingface-cli download {m.get('checkpoint')} "
                                f"--revision {rev} --local-dir {w}")
