@@ -1,9 +1,11 @@
 """The ``ocr`` baseline as a worker backend: Tesseract over the screenshot, rules over the
 instruction (:mod:`pointfail.baselines.ocr`), answers in the json_pixels convention.
 
-The prompt the worker receives is the instruction the family's prompt builder produced; for ``ocr``
-that is the core instruction (the family's frame is json_pixels). No weights, no GPU; token counts
-and model-input size are ``None``.
+The prompt the worker receives is the one the family's prompt builder produced: PointerBench's
+json_pixels system prompt plus ``Point task: <instruction>``; ``point_to`` reads only the task line
+(:func:`pointfail.baselines.ocr.core_instruction`). No weights, no GPU; token counts and model-input
+size are ``None``. Tesseract runs single-threaded (``OMP_THREAD_LIMIT=1``, set at load unless the
+environment sets it): on a shared CPU its OpenMP threads spin and one page took 5x longer.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from pointfail.backends.base import BackendError, WorkItem, result
 
 
 class OcrBackend:
-    """Runs :func:`pointfail.baselines.ocr.point_to` per item."""
+    """Runs :func:`pointfail.baselines.ocr.point_to` per item. OCR readings are cached per image
+    content inside :mod:`pointfail.baselines.ocr` (several questions about one screenshot cost one
+    reading); ``_pages`` keeps the per-image rule state (words, spreadsheet grid) for the last 16
+    image paths."""
 
     name = "ocr"
 
@@ -41,14 +46,16 @@ class OcrBackend:
         """Provenance: Tesseract version and languages."""
         import pytesseract
 
-        return {"backend": "ocr", "tesseract": str(pytesseract.get_tesseract_version()), "langs": self.langs}
+        return {"backend": "ocr", "tesseract": str(pytesseract.get_tesseract_version()), "langs": self.langs,
+                "first_lang": self.langs.split("+")[0], "omp_thread_limit": os.environ.get("OMP_THREAD_LIMIT")}
 
 
 def load(weights_dir: Optional[str] = None, device: str = "cpu", langs: Optional[str] = None,
          **options: Any) -> OcrBackend:
     """Check that pytesseract and the ``tesseract`` binary with the language packs are present.
 
-    Languages: ``langs`` or ``$POINTFAIL_OCR_LANGS`` or ``eng+deu+fra+spa+ita+nld``.
+    Languages: ``langs`` or ``$POINTFAIL_OCR_LANGS`` or ``eng+deu+fra+spa+ita+nld``; the first is
+    read for every page, all of them only when a quoted phrase is not found in that reading.
 
     Raises:
         BackendError: pytesseract, the binary or a language pack is missing.
@@ -56,6 +63,7 @@ def load(weights_dir: Optional[str] = None, device: str = "cpu", langs: Optional
     from pointfail.baselines.ocr import DEFAULT_LANGS
 
     langs = langs or os.environ.get("POINTFAIL_OCR_LANGS") or DEFAULT_LANGS
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     try:
         import pytesseract
     except ImportError as e:

@@ -184,8 +184,8 @@ def read_strip(image: Any, box: tuple[float, float, float, float], langs: str = 
 def group_lines(words: list[Word]) -> list[Word]:
     """Assign visual lines and reading order (sparse page segmentation gives every word its own
     block, so Tesseract's line numbers are not used): words whose vertical centres lie within half
-    the median word height of a line's mean join it; a horizontal gap wider than three word heights
-    starts a new segment (another column or cell). Lines top to bottom, words left to right; ``line``
+    the median word height of a line's mean join it; a horizontal gap wider than three times the
+    line's median word height starts a new segment (another column or cell). Lines top to bottom, words left to right; ``line``
     is ``(line_number, segment, 0)`` and ``index`` the reading-order position."""
     if not words:
         return []
@@ -201,8 +201,9 @@ def group_lines(words: list[Word]) -> list[Word]:
     for li, row in enumerate(rows):
         row.sort(key=lambda w: w.box[0])
         seg = 0
+        rh = max(_median([w.h for w in row]), 1.0)
         for j, w in enumerate(row):
-            if j and w.box[0] - row[j - 1].box[2] > 3 * max(min(w.h, row[j - 1].h), 1.0):
+            if j and w.box[0] - row[j - 1].box[2] > 3 * rh:
                 seg += 1
             w.line = (li, seg, 0)
             w.index = len(out)
@@ -220,7 +221,7 @@ def text_lines(words: list[Word]) -> list[list[Word]]:
 
 def paragraphs(words: list[Word]) -> list[list[list[Word]]]:
     """Line segments grouped into paragraphs: a segment continues the paragraph above it when it starts
-    below it by less than 0.9 of a line height, overlaps it horizontally, and is not indented by more
+    below it by less than 1.3 glyph heights (median word height), overlaps it horizontally, and is not indented by more
     than one line height from the paragraph's following-line margin (a first-line indent starts a
     paragraph)."""
     lines = sorted(text_lines(words), key=lambda ln: (min(w.box[1] for w in ln), ln[0].box[0]))
@@ -233,7 +234,7 @@ def paragraphs(words: list[Word]) -> list[list[list[Word]]]:
             last = _union(p[-1])
             ph = _median([w.h for w in p[-1]])
             gap = b[1] - last[3]
-            if not (-0.3 * ph <= gap <= 0.9 * max(h, ph)) or b[0] > last[2] or b[2] < last[0]:
+            if not (-0.3 * ph <= gap <= 1.3 * max(h, ph)) or b[0] > last[2] or b[2] < last[0]:
                 continue
             if abs(h - ph) > 0.35 * max(h, ph) and max(len(ln), len(p[-1])) > 1:
                 continue  # a heading above a body paragraph, or a caption below
@@ -296,7 +297,7 @@ def _norm(s: str) -> str:
     "chateau")."""
     s = unicodedata.normalize("NFKD", s)
     s = "".join(ch for ch in s if not unicodedata.combining(ch)).casefold()
-    return re.sub(r"[^\w]", "", s)
+    return re.sub(r"[\W_]", "", s)
 
 
 def col_index(letters: str) -> int:
@@ -515,10 +516,11 @@ def _part(text: str) -> str:
     for name, keys in corners.items():
         if any(k in t for k in keys):
             return name
-    if re.search(r"\b(bottom|lower)\b.*\b(border|edge|boundary|line|gridline)\b|\bbelow\b.*\b(border|edge|line)\b", t):
+    if re.search(r"\b(bottom|lower)\b.*\b(border|edge|boundary|line|gridline)\b|\bbelow\b.*\b(border|edge|line)\b|"
+                 r"\b(border|edge|boundary|line|gridline)\b.*\b(below|under|beneath)\b", t):
         return "bottom_edge"
-    if re.search(r"(right-hand|right side|right)\b.*\b(border|edge|boundary|separator|gridline)\b|separator after|"
-                 r"border between .* and the cell to its right", t):
+    if re.search(r"(right-hand|right side|right)\b.*\b(border|edge|boundary|separator|gridline|line)\b|separator after|"
+                 r"\b(border|edge|boundary|line|gridline)\b.*\b(to its right|on its right|right of)\b", t):
         return "right_edge"
     return "center"
 
@@ -532,8 +534,10 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
     row_x = (grid.rowhead[0] + grid.rowhead[1]) / 2 if grid.rowhead else None
     m = re.search(r"(?:resize|drag|width|widen)[^.]*?\bcolumn\s+([A-Za-z]{1,2})\b|column\s+([A-Za-z]{1,2})'s\s+"
                   r"(?:resize|header|right)|resize\s+(?:grip|handle|line)\s+after\s+the\s+([A-Z]{1,2})\b|"
-                  r"(?:right\s+(?:border|edge)|border\s+after)\s+of\s+column\s+([A-Za-z]{1,2})", text)
-    if m and head_y is not None and re.search(r"resize|drag|width|widen|border|edge", low):
+                  r"(?:right\s+(?:border|edge)|border\s+after)\s+of\s+column\s+([A-Za-z]{1,2})|"
+                  r"(?:separator|border|line|divider)\s+(?:just\s+|right\s+|immediately\s+)?after\s+column\s+([A-Za-z]{1,2})",
+                  text)
+    if m and head_y is not None and re.search(r"resize|drag|width|widen|border|edge|separator|divider|line", low):
         span = grid.col_span(col_index(next(g for g in m.groups() if g)))
         if span:
             return span[1], head_y, "col_resize", None
@@ -660,6 +664,10 @@ def color_point(image: Any, instruction: str, grid: Optional[SheetGrid]) -> Opti
 # ---------------------------------------------------------------- text targets
 
 
+_CONFUSABLE = str.maketrans("01568", "olsgb")
+"""Digits Tesseract reads for look-alike letters (``Go`` as ``60``), folded before a second comparison."""
+
+
 def find_phrase(words: list[Word], phrase: str) -> list[list[Word]]:
     """Runs of consecutive OCR words (same visual line segment, or continuing onto the next line)
     whose joined text matches ``phrase`` (NFKD without diacritics, case-folded, punctuation ignored; a
@@ -671,7 +679,16 @@ def find_phrase(words: list[Word], phrase: str) -> list[list[Word]]:
     n = max(1, len(phrase.split()))
     exact: list[list[Word]] = []
     fuzzy: list[tuple[float, list[Word]]] = []
-    for i in range(len(words)):
+    for i in range(len(words)):  # words Tesseract split ("SQLITE_LIMIT" read as two): grow while a prefix
+        acc = ""
+        for j in range(i, min(len(words), i + 12)):
+            if words[j].line[:2] != words[i].line[:2]:
+                break
+            acc += _norm(words[j].text)
+            if acc == target and j - i + 1 > n + 1:
+                exact.append(words[i:j + 1])
+            if not target.startswith(acc):
+                break
         for m in sorted({n, n - 1, n + 1} - {0}):
             run = words[i:i + m]
             if len(run) < m or len({w.line[:2] for w in run}) > 1:
@@ -679,6 +696,8 @@ def find_phrase(words: list[Word], phrase: str) -> list[list[Word]]:
             got = _norm("".join(w.text for w in run))
             if got == target:
                 exact.append(run)
+            elif got and got.translate(_CONFUSABLE) == target.translate(_CONFUSABLE):
+                fuzzy.append((0.99 - 0.01 * abs(m - n), run))
             elif got and abs(len(got) - len(target)) <= max(2, len(target) // 4):
                 r = SequenceMatcher(None, got, target).ratio()
                 if r >= 0.8:
@@ -717,9 +736,10 @@ def _union(run: list[Word]) -> tuple[float, float, float, float]:
             max(w.box[3] for w in run))
 
 
-def glyph_spans(gray: Any, box: tuple[float, float, float, float]) -> list[tuple[int, int, int, int]]:
+def glyph_spans(gray: Any, box: tuple[float, float, float, float], level: int = 60) -> list[tuple[int, int, int, int]]:
     """Ink columns inside ``box`` of a grayscale array (H, W): ``(x0, y0, x1, y1)`` per run of columns
-    holding ink (pixels 60+ levels away from the box's border median, light-on-dark included),
+    holding ink (pixels more than ``level`` gray levels away from the box's border median,
+    light-on-dark included),
     pixels, x1/y1 exclusive. Glyphs that touch come out as one span."""
     import numpy as np
 
@@ -730,7 +750,7 @@ def glyph_spans(gray: Any, box: tuple[float, float, float, float]) -> list[tuple
     if crop.size == 0:
         return []
     border = np.concatenate([crop[0], crop[-1], crop[:, 0], crop[:, -1]])
-    ink = np.abs(crop - np.median(border)) > 60
+    ink = np.abs(crop - np.median(border)) > level
     cols = ink.any(0)
     out = []
     i = 0
@@ -755,7 +775,7 @@ def _char_box(gray: Any, word: Word, index: int, text: str) -> tuple[float, floa
     ink inside it."""
     import numpy as np
 
-    spans = glyph_spans(gray, word.box)
+    spans = [(a - 0.5, b, c + 0.5, d) for a, b, c, d in glyph_spans(gray, word.box)]  # pixel edges, not centres
     n = len(text)
     if len(spans) == n and 0 <= index < n:
         return tuple(float(v) for v in spans[index])  # type: ignore[return-value]
@@ -859,7 +879,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
     gray = _gray(image) if image is not None else None
     if not qs:
         if re.search(r"\bsearch\s+(box|field|bar|input)\b", low):
-            hits = [w for w in words if "search" in _norm(w.text)]
+            hits = [w for w in words if "search" in _norm(w.text)] or [w for w in words if _norm(w.text) == "quick"]
             if hits:
                 w = min(hits, key=lambda w: w.box[1])
                 run = [v for v in words if v.line == w.line and abs(v.index - w.index) <= 1 and v.box[2] <= w.box[2]]
@@ -875,17 +895,19 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         if runs:
             run = _pick(runs, instruction, ws, W, image, words)
             w = run[0]
-            txt = w.text if _norm(w.text) == _norm(word) and len(w.text) == len(word) else word
+            txt = word if len(w.text) == len(word) or _norm(w.text) != _norm(word) else w.text
             if len(single) >= 2:
-                i = txt.find(single[0][1])
-                j = txt.find(single[1][1], i + 1) if i >= 0 else -1
+                folded = [_norm(c) or c for c in txt]
+                a_, b_ = _norm(single[0][1]) or single[0][1], _norm(single[1][1]) or single[1][1]
+                i = next((k for k in range(len(folded) - 1) if folded[k] == a_ and folded[k + 1] == b_), -1)
+                j = i + 1 if i >= 0 else -1
                 if i >= 0 and j == i + 1:
                     a, b = _char_box(gray, w, i, txt), _char_box(gray, w, j, txt)
                     x = (a[2] + b[0]) / 2
                     return (a[0], w.box[1], b[2], w.box[3]), (x, w.cy), "between_chars"
             ch = single[0][1]
             k = _ordinal(instruction, single[0][0]) or 1
-            idx = [i for i, c in enumerate(txt) if c == ch] or [i for i, c in enumerate(txt) if c.lower() == ch.lower()]
+            idx = [i for i, c in enumerate(txt) if c == ch] or [i for i, c in enumerate(txt) if _norm(c) == _norm(ch)]
             if idx:
                 i = idx[-1] if k == -1 else idx[min(k, len(idx)) - 1]
                 b = _char_box(gray, w, i, txt)
@@ -1034,6 +1056,11 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
         cp = color_point(image, instruction, grid)
         if cp is not None:
             return _answer(cp[:2], None, cp[2], task)
+    if not quoted(instruction):  # an unquoted value: "the cell containing 2428"
+        m = re.search(r"\b(?:containing|contains|that says|showing|shows|displays|displaying|reads|with (?:the )?"
+                      r"(?:value|text))\s+([^\s,;]+?)(?=[\s,;]|[.](?:\s|$)|$)", instruction)
+        if m:
+            instruction = f'{instruction[:m.start(1)]}"{m.group(1)}"{instruction[m.end(1):]}'
     tt = text_target(instruction, words, image)
     if tt is None and quoted(instruction) and image is not None and langs != first:
         more = cache.get("words_all")
