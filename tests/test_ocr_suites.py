@@ -3,8 +3,9 @@
 Each test generates a small suite (``pointfail generate KIND --n N --seed S``), answers every sample
 the way the worker does (the ``ocr`` family's full prompt, the decoded image, ``point_to``) and scores
 the reply with ``scoring.score_prediction`` against the sample's target. The floors sit below the hit
-rates measured on other seeds (bench/ocr.py, 40 samples per suite: sheets 0.95+, text 0.9+, web 0.8+),
-so a rule that stops working fails the test while one unlucky sample does not. The baseline sees
+rates measured on other seeds (bench/ocr.py, 60 samples per suite, seeds 901-903: sheets 0.9+, text
+0.93+, web 0.8+), so a rule that stops working fails the test while one unlucky sample does not.
+Suites are small (10, 10 and 8 samples) to keep the file under a minute on a busy 2-core machine. The baseline sees
 only the image and the prompt, never the scene graph or the metadata.
 """
 
@@ -58,7 +59,7 @@ def _run(samples) -> tuple[Counter, list[str]]:
     return counts, misses
 
 
-@pytest.mark.parametrize("kind,n,seed,floor", [("sheets", 16, 4242, 0.8), ("text", 16, 4343, 0.75)])
+@pytest.mark.parametrize("kind,n,seed,floor", [("sheets", 10, 4242, 0.8), ("text", 10, 4343, 0.8)])
 def test_hit_rate_floor_on_generated_suite(tmp_path_factory, kind, n, seed, floor):
     samples = _generate(tmp_path_factory, kind, n, seed)
     assert len(samples) == n
@@ -68,7 +69,7 @@ def test_hit_rate_floor_on_generated_suite(tmp_path_factory, kind, n, seed, floo
 
 
 def test_hit_rate_floor_on_web_suite(tmp_path_factory):
-    samples = _generate(tmp_path_factory, "web", 10, 4444)
+    samples = _generate(tmp_path_factory, "web", 8, 4444)
     counts, misses = _run(samples)
     assert counts["hit"] / len(samples) >= 0.6, (counts, misses)
 
