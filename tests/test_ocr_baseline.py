@@ -161,3 +161,40 @@ def test_column_letters_round_trip(i):
 def test_column_letters_fixed():
     # A=0, Z=25, AA=26 (26*1 + 1 - 1), AZ=51, BA=52
     assert [ocr.col_index(s) for s in ("A", "Z", "AA", "AZ", "BA")] == [0, 25, 26, 51, 52]
+
+
+def test_character_boxes_and_gaps_from_glyph_columns():
+    # "Bäckerei café" in DejaVu Sans 22 px at (60, 60); each glyph's ink box comes from PIL's textbbox of
+    # that character drawn at the prefix's advance (getlength), the same arithmetic the renderer uses.
+    font = ImageFont.truetype(FONT, 22)
+    img = Image.new("RGB", (400, 160), "white")
+    d = ImageDraw.Draw(img)
+    text, x, y = "Bäckerei café", 60, 60
+    d.text((x, y), text, fill="black", font=font)
+
+    def glyph(i):
+        return d.textbbox((x + font.getlength(text[:i]), y), text[i], font=font)
+
+    a = ocr.point_to(img, "Isolate the 'ä' in 'Bäckerei' with a bbox.", task="box")
+    assert a.rule == "char"
+    g = glyph(1)
+    assert all(abs(u - v) <= 1.5 for u, v in zip(a.box, g)), (a.box, g)
+    gap = ocr.point_to(img, 'Click between the "f" and the "é" in the word «café».')
+    f, e = glyph(text.index("f")), glyph(text.index("é"))
+    assert gap.rule == "between_chars" and f[2] - 1 <= gap.point[0] <= e[0] + 1, (gap.point, f, e)
+
+
+def test_paragraphs_split_at_first_line_indents():
+    # two paragraphs, first lines indented by 40 px, no extra vertical gap (the text suite's layout)
+    font = ImageFont.truetype(FONT, 16)
+    img = Image.new("RGB", (700, 200), "white")
+    d = ImageDraw.Draw(img)
+    lines = [(80, "Three volunteers signed up for the garden cleanup"), (40, "on Sunday morning before the rain."),
+             (80, "Could you check whether the backup finished"), (40, "without errors last night?")]
+    for i, (x, s) in enumerate(lines):
+        d.text((x, 20 + 24 * i), s, fill="black", font=font)
+    paras = ocr.paragraphs(ocr.read_words(img))
+    firsts = [p[0][0].text for p in paras]
+    assert firsts == ["Three", "Could"] and [len(p) for p in paras] == [2, 2], [[w.text for ln in p for w in ln] for p in paras]
+    box = ocr.point_to(img, 'Draw a box around the whole paragraph starting with "Three".', task="box").box
+    assert box[0] <= 41 and box[1] <= 22 and box[3] >= 20 + 24 + 14 and box[3] < 20 + 48, box
