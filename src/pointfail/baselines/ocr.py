@@ -331,8 +331,9 @@ def line_positions(gray: Any, axis: int, min_frac: float = 0.3) -> list[float]:
     """Grid lines in a grayscale array ``gray`` (H, W): ``axis=1`` vertical lines (x positions),
     ``axis=0`` horizontal lines (y positions), pixels. A line is a position where at least
     ``min_frac`` of the pixels across the image are a thin extreme (darker or lighter by 6 levels than
-    both neighbours) or half of them a strong step (a fill's edge, 30 levels); neighbouring candidates
-    within 3 px merge into the strongest."""
+    both neighbours) or half of them a strong step (a fill's edge, 30 levels); candidates within 8 px
+    of a group's first merge into its strongest (no row or column is that thin; a fill's edge beside
+    its grid line is not a second line)."""
     import numpy as np
 
     g = gray if axis == 1 else gray.T
@@ -345,7 +346,7 @@ def line_positions(gray: Any, axis: int, min_frac: float = 0.3) -> list[float]:
     out: list[float] = []
     group: list[int] = []
     for i in cand + [None]:
-        if group and (i is None or i - group[-1] > 3):
+        if group and (i is None or i - group[0] > 8):
             best = max(group, key=lambda j: score[j])
             out.append(float(best + 1))
             group = []
@@ -542,7 +543,8 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
         if span:
             return span[1], head_y, "col_resize", None
     m = re.search(r"\brow\s+(\d{1,4})\b", low)
-    if m and re.search(r"resize|taller|shorter|height|separat|drag|border|below row", low) and row_x is not None:
+    if m and re.search(r"resize|taller|shorter|height|separat|drag|border|below row|bottom edge|line", low) \
+            and row_x is not None:
         span = grid.row_span(int(m.group(1)))
         if span:
             return row_x, span[1], "row_resize", None
@@ -966,7 +968,7 @@ def text_target(instruction: str, words: list[Word], image: Any = None
                     sp = glyph_spans(gray, (last.box[0], last.box[1], last.box[2] + 0.5 * last.h, last.box[3]))
                     x_end = max([x_end] + [v[2] for v in sp if v[0] <= x_end + 0.3 * last.h])
                 return box, (x_end + 1.5, last.cy if ends else cy), "line_end" if m_line else "paragraph_end"
-            if re.search(r"\b(start|beginning)\s+of\b", low[: start]):
+            if re.search(r"\b(start|beginning)\s+of\b|" + _CARET_BEFORE, low[: start]):
                 return box, (ln[0].box[0] - 1.0, cy), "line_start" if m_line else "paragraph_start"
             return box, ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2), "line_box" if m_line else "paragraph_box"
     # the phrase to locate: the first quote found; later quotes are context ("in the phrase ...")
@@ -984,7 +986,16 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         cy = (box[1] + box[3]) / 2
         prefix = instruction[:start].lower()
         if re.search(_CARET_AFTER, prefix):
-            return box, (box[2] + 1.5, cy), "caret_after"
+            x_end = box[2]
+            last = run[-1]
+            if gray is not None and re.search(r"\bsentence\b", low):  # after the sentence's full stop
+                sp = glyph_spans(gray, (last.box[0], last.box[1], last.box[2] + 0.5 * last.h, last.box[3]))
+                x_end = max([x_end] + [v[2] for v in sp if v[0] <= x_end + 0.3 * last.h])
+            elif gray is not None and re.search(r"[.,;:!?)\]»”'\"]$", last.text) and not re.search(r"[^\w\s]$", q):
+                sp = glyph_spans(gray, last.box)  # the word's own end, before the punctuation Tesseract joined
+                if len(sp) >= 2:
+                    x_end = sp[-2][2]
+            return box, (x_end + 1.5, cy), "caret_after"
         if re.search(_CARET_BEFORE, prefix):
             return box, (box[0] - 1.5, cy), "caret_before"
         return box, ((box[0] + box[2]) / 2, cy), "phrase_center"
