@@ -135,6 +135,18 @@ def package_version(package: str) -> Optional[str]:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def fontconfig_families() -> list[str]:
+    """The font families fontconfig offers (``fc-list : family``, sorted). The style sheet forces
+    DejaVu, but Chromium falls back to other installed fonts for glyphs DejaVu lacks, so this list
+    is recorded in the manifest to explain pixel differences between machines. Empty when
+    ``fc-list`` is not there."""
+    try:
+        out = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()})
+
+
 def resolve_pages(spec: str) -> list[Page]:
     """Pages for ``--pages SPEC``: a named set (``debian-docs``), a directory (every ``*.html`` below
     it, sorted), or a text file listing one HTML path per line.
@@ -454,7 +466,7 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
             img_index += 1
     if len(rows) < n:
         raise WebSuiteError(f"only {len(rows)} unique targets found for n={n}; add pages or offsets")
-    versions = {"browser": browser_version}
+    versions: dict[str, Any] = {"browser": browser_version, "fontconfig_families": fontconfig_families()}
     for ps in {p.package for p in pages if p.package}:
         versions[ps] = package_version(ps) or "unknown"
     return _write_suite(out, n=n, seed=seed, rows=rows, images=images, graphs=graphs, extra={
