@@ -158,7 +158,42 @@ def read_words(image: Any, langs: str = "eng", scale: float = 1.0, psm: int = 11
         return _words_from_data(_tesseract(gray, langs, psm), scale)
 
     words = _cached(("page", image_digest(image), langs, scale, psm), run)
-    return group_lines([Word(w.text, w.box, w.conf, w.line) for w in words])
+    return group_lines(trim_tall_boxes(image, [Word(w.text, w.box, w.conf, w.line) for w in words]))
+
+
+def trim_tall_boxes(image: Any, words: list[Word]) -> list[Word]:
+    """Tesseract sometimes gives a word a box reaching into the next text line (twice the height of
+    its neighbours), which merges lines. A box taller than 1.6 times the median word height is cut to
+    its first band of ink rows from the top (blank gaps up to 2 px bridged), unless that band is
+    shorter than 0.6 median heights (a large heading's accent or dot). Boxes in place; returns
+    ``words``."""
+    import numpy as np
+
+    if not words:
+        return words
+    med = _median([w.h for w in words])
+    tall = [w for w in words if w.h > 1.6 * med]
+    if not tall:
+        return words
+    gray = _gray(image)
+    for w in tall:
+        x0, y0, x1, y1 = (int(round(v)) for v in w.box)
+        crop = gray[y0:y1, x0:x1]
+        if crop.size == 0:
+            continue
+        border = np.concatenate([crop[0], crop[-1], crop[:, 0], crop[:, -1]])
+        rows = (np.abs(crop - np.median(border)) > 60).any(1)
+        ink = np.nonzero(rows)[0]
+        if not len(ink):
+            continue
+        end = ink[0]
+        for r in ink[1:]:
+            if r - end > 3:
+                break
+            end = r
+        if end + 1 - ink[0] >= 0.6 * med and y0 + end + 1 < y1 - 0.3 * med:
+            w.box = (w.box[0], float(y0 + ink[0]), w.box[2], float(y0 + end + 1))
+    return words
 
 
 def read_strip(image: Any, box: tuple[float, float, float, float], langs: str = "eng", scale: float = 2.0,
@@ -921,9 +956,10 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         if runs:
             run = _pick(runs, instruction, qs[0][0], W, image, words)
             w = run[-1]
-            spans = glyph_spans(gray, w.box)
+            spans = [v for v in glyph_spans(gray, (w.box[0], w.box[1], w.box[2] + 0.5 * w.h, w.box[3]))
+                     if v[0] <= w.box[2] + 0.3 * w.h]  # a mark Tesseract left outside the word box
             mark = _PUNCT[m.group(1)]
-            if spans and (w.text.endswith(mark) or len(spans) > len(_norm(qs[0][1]))):
+            if spans and (w.text.endswith(mark) or len(spans) > len(_norm(qs[0][1])) or spans[-1][0] >= w.box[2] - 1):
                 s = spans[-1]
                 if re.search(r"\b(click|place|put)\b.*\bafter the (?:question mark|period|full stop|exclamation)", low) \
                         or re.search(r"sentence ending", low):
@@ -945,6 +981,12 @@ def text_target(instruction: str, words: list[Word], image: Any = None
     if m_line or m_para:
         runs = find_phrase(words, q)
         ends = bool(m_para and m_para.group(1).startswith("end"))
+        firsts = {ln[0].index for ln in text_lines(words)}
+        if not ends:  # "starts with": a match that begins its line
+            runs = [r for r in runs if r[0].index in firsts] or runs
+        else:  # "ends with": a match that ends its line
+            lasts = {ln[-1].index for ln in text_lines(words)}
+            runs = [r for r in runs if r[-1].index in lasts] or runs
         if not runs and not ends:
             first = q.split()[: max(1, min(3, len(q.split())))]
             runs = find_phrase(words, " ".join(first))
@@ -1002,15 +1044,18 @@ def text_target(instruction: str, words: list[Word], image: Any = None
     return None
 
 
-def _pad_box(box: tuple[float, float, float, float], rule: str, words: list[Word]) -> tuple[float, float, float, float]:
+def _pad_box(box: tuple[float, float, float, float], rule: str, words: list[Word], frac: float = 0.3
+             ) -> tuple[float, float, float, float]:
     """A text box grown to its line box: Tesseract boxes hug the ink, while a rendered element's box
     spans the line height (CSS ``line-height`` about 1.2-1.5 times the font size); the glyph height
-    of the matched words stands in for the font size: 0.3 of it above and below, 0.1 left and right."""
+    of the matched words stands in for the font size: ``frac`` of it above and below, a third of that
+    left and right (0.3 for headings, links, buttons and code: element boxes; 0.15 for lines and
+    paragraphs, whose boxes some screens draw tight to the ink)."""
     x0, y0, x1, y1 = box
     inside = [w for w in words if w.box[0] >= x0 - 1 and w.box[2] <= x1 + 1 and w.box[1] >= y0 - 1 and w.box[3] <= y1 + 1]
     h = _median([w.h for w in inside]) if inside else (y1 - y0)
-    pad_y = 0.3 * h
-    pad_x = 0.1 * h
+    pad_y = frac * h
+    pad_x = frac / 3 * h
     return x0 - pad_x, y0 - pad_y, x1 + pad_x, y1 + pad_y
 
 
@@ -1080,9 +1125,11 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
         tt = text_target(instruction, more, image)
     if tt is not None:
         box, pt, rule = tt
-        if task == "box" and (rule in ("line_box", "paragraph_box") or (
-                rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b", unq.lower()))):
-            box = _pad_box(box, rule, words)
+        if task == "box" and rule in ("line_box", "paragraph_box"):
+            box = _pad_box(box, rule, words, 0.15)
+        elif task == "box" and rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b",
+                                                                      unq.lower()):
+            box = _pad_box(box, rule, words, 0.3)
         return _answer(pt, box, rule, task)
     if quoted(instruction):
         return OcrAnswer(None, None, "not_found", "ocr baseline: quoted text not found in the screenshot")
