@@ -1049,7 +1049,7 @@ def _pad_box(box: tuple[float, float, float, float], rule: str, words: list[Word
     """A text box grown to its line box: Tesseract boxes hug the ink, while a rendered element's box
     spans the line height (CSS ``line-height`` about 1.2-1.5 times the font size); the glyph height
     of the matched words stands in for the font size: ``frac`` of it above and below, a third of that
-    left and right (0.3 for headings, links, buttons and code: element boxes; 0.15 for lines and
+    left and right (0.3 for headings, links, buttons and code: element boxes; 0.22 for lines and
     paragraphs, whose boxes some screens draw tight to the ink)."""
     x0, y0, x1, y1 = box
     inside = [w for w in words if w.box[0] >= x0 - 1 and w.box[2] <= x1 + 1 and w.box[1] >= y0 - 1 and w.box[3] <= y1 + 1]
@@ -1126,7 +1126,7 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
     if tt is not None:
         box, pt, rule = tt
         if task == "box" and rule in ("line_box", "paragraph_box"):
-            box = _pad_box(box, rule, words, 0.15)
+            box = _pad_box(box, rule, words, 0.22)
         elif task == "box" and rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b",
                                                                       unq.lower()):
             box = _pad_box(box, rule, words, 0.3)
