@@ -3,8 +3,9 @@
 Each test generates a small suite (``pointfail generate KIND --n N --seed S``), answers every sample
 the way the worker does (the ``ocr`` family's full prompt, the decoded image, ``point_to``) and scores
 the reply with ``scoring.score_prediction`` against the sample's target. The floors sit below the hit
-rates measured on other seeds (bench/ocr.py, 60 samples per suite, seeds 901-903: sheets 0.9+, text
-0.93+, web 0.8+), so a rule that stops working fails the test while one unlucky sample does not.
+rates measured on other seeds (bench/ocr.py, 40-60 samples per suite, seeds 7, 13, 901-903: sheets
+0.95-1.0, text 0.95-1.0, web 0.85-0.9), so a rule that stops working fails the test while one unlucky
+sample does not.
 Suites are small (10, 10 and 8 samples) to keep the file under a minute on a busy 2-core machine. The baseline sees
 only the image and the prompt, never the scene graph or the metadata.
 """

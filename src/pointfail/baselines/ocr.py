@@ -447,8 +447,8 @@ _LETTERISH = {"c": "C", "o": "O", "s": "S", "v": "V", "w": "W", "x": "X", "z": "
 
 def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[SheetGrid]:
     """Read a spreadsheet's grid: lines from pixels (:func:`line_positions`), the row-number column
-    (left of the first vertical line) and the column-header band (the line interval holding the most
-    letter-like words), and the letter/number offsets by majority vote. When the page reading has too
+    (left of the first vertical line) and the column-header band (the line interval whose letter-like
+    words agree most on one offset, then hold the most single letters), and the letter/number offsets by majority vote. When the page reading has too
     few header words, the row-number strip and the header band are re-read with :func:`read_strip`.
     ``None`` when no grid is found."""
     gray = _gray(image)
@@ -491,8 +491,13 @@ def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[Sh
             bands.setdefault(kh, []).append((col_index(t), kv))
         return bands
 
+    def band_score(k: int) -> tuple[int, int]:
+        """(agreeing votes, single letters): toolbar glyphs read as "BE" or "RE" do not agree."""
+        offs = [v - i for v, i in bands[k]]
+        return max(offs.count(o) for o in offs), sum(1 for v, _ in bands[k] if v < 26)
+
     bands = cols_from(words)
-    band = max(bands, key=lambda k: len(bands[k])) if bands else None
+    band = max(bands, key=band_score) if bands else None
     if band is None or len(bands[band]) < 2:
         # the header band: the line interval just above the first numbered row (single-digit row
         # numbers are often missing from the page reading: read the number strip first)
