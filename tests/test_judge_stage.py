@@ -323,3 +323,23 @@ def test_judge_modules_are_import_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_box_task_misses_are_judged_at_the_box_centre(tmp_path):
+    """A box answer that fails the coverage/precision rule has no point; the oracle judges it at its
+    box's centre: a clipped box on button:a (centre (30, 20) px, inside the target) is off_by_pixels,
+    a box around button:b (centre (120, 20) px) is wrong_instance."""
+    from pointfail.records import ParseResult, read_records, write_records
+
+    study = make_study(tmp_path, n_misses=2, n_hits=0, with_no_prediction=False)
+    path = study / "m" / "suite.jsonl"
+    rs = read_records(path)
+    boxes = {"miss-000": [20 / 200, 10 / 100, 40 / 200, 30 / 100], "miss-001": [110 / 200, 10 / 100, 130 / 200, 30 / 100]}
+    for r in rs:
+        r.task = "box"
+        r.parse = ParseResult(family="center", frame="unit", boxes=[boxes[r.sample_id]])
+    write_records(path, rs)
+    rep = judge_study(study, "oracle")
+    assert rep.status == Counter({"labeled": 2})
+    got = {r.sample_id: r.judge.label for r in read_records(path)}
+    assert got == {"miss-000": "off_by_pixels", "miss-001": "wrong_instance"}

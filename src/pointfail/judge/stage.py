@@ -205,9 +205,20 @@ class _Paths:
 
 
 def _primary_point(record: Record) -> list[float]:
-    if record.parse is None or not record.parse.points:
-        raise ValueError("miss without a parsed point")
-    return record.parse.points[0]
+    """The point a miss is judged at, normalized ``[x, y]``: the primary (first) parsed point, or for
+    a box answer (box tasks: a box that failed the coverage/precision rule) the centre of the first
+    predicted box, so a clipped or oversized box around the right element is judged as a near miss
+    and a box around another element by what that element is.
+
+    Raises:
+        ValueError: the miss has neither a point nor a box (it cannot be a miss then).
+    """
+    if record.parse is not None and record.parse.points:
+        return record.parse.points[0]
+    if record.parse is not None and record.parse.boxes:
+        x0, y0, x1, y1 = record.parse.boxes[0]
+        return [(x0 + x1) / 2, (y0 + y1) / 2]
+    raise ValueError("miss without a parsed point or box")
 
 
 def _scene_graph_for(record: Record, paths: _Paths) -> Path:
