@@ -117,6 +117,23 @@ def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[st
                       model_revision=model.get("revision") or None, image_digest=image_id, packages=packages)
 
 
+def repo_relative(record, repo: Path):
+    """``record`` with its image and mask paths made relative to the checkout when they lie inside it
+    (``data/<study>/...``), so committed records name no machine's directories and regenerate
+    identically on another machine. Paths outside the checkout are kept as they are."""
+    def rel(p):
+        if p and Path(p).is_absolute():
+            try:
+                return str(Path(p).relative_to(repo))
+            except ValueError:
+                return p
+        return p
+
+    record.image.path = rel(record.image.path)
+    record.target.mask_path = rel(record.target.mask_path)
+    return record
+
+
 def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = None,
               benchmarks: Optional[list[str]] = None, data_root: Optional[Path] = None,
               weights_root: Optional[Path] = None, work_root: Optional[Path] = None,
@@ -228,6 +245,6 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                                             prompt=prompts[s.sample_id], response=resp, provenance=prov,
                                             base_dir=data_dirs[b["name"]]))
             dest = records_root / m["name"] / f"{b['name']}.jsonl"
-            out[m["name"]][b["name"]] = write_records(dest, records)
+            out[m["name"]][b["name"]] = write_records(dest, [repo_relative(r, repo) for r in records])
             log(f"[run] wrote {len(records)} records to {dest}")
     return out
