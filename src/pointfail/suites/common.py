@@ -23,6 +23,7 @@ the same font files, FreeType, zlib and Pillow; all are recorded in the manifest
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -357,6 +358,54 @@ def build_row(sample_id: str, stem: str, spec: SampleSpec) -> dict[str, Any]:
             raise SuiteError(f"{sample_id}: generator field {k!r} would overwrite a row field")
         row[k] = v
     return row
+
+
+# ------------------------------------------------------------------------------------ instructions
+
+QUOTES: tuple[tuple[str, str], ...] = (('"', '"'), ("'", "'"), ("`", "`"), ("«", "»"))
+"""Quotation mark pairs an instruction may put around a quoted value (the real PointerBench rows
+use all four)."""
+
+
+def quote(rng: random.Random, s: str) -> str:
+    """``s`` between one pair of :data:`QUOTES` drawn with ``rng`` (one ``rng.choice`` call)."""
+    a, b = rng.choice(QUOTES)
+    return f"{a}{s}{b}"
+
+
+def choose_category(rng: random.Random, weights: dict[str, tuple[str, int]], category: str | None) -> tuple[str, str]:
+    """``(category, data_type)`` from a suite's ``{category: (data_type, weight)}`` table: ``category``
+    itself when given, else one drawn with ``rng.choices`` over the categories sorted by name with
+    their weights. Raises ``KeyError`` for a category not in ``weights``."""
+    if category is None:
+        cats = sorted(weights)
+        category = rng.choices(cats, weights=[weights[c][1] for c in cats])[0]
+    return category, weights[category][0]
+
+
+# ------------------------------------------------------------------------------------ command line
+
+
+def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``pointfail generate sheets|text`` options: ``--n`` (default 200), ``--seed`` (default 1),
+    ``--out`` (required)."""
+    parser.add_argument("--n", type=int, default=200, help="number of samples (default 200)")
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--out", required=True, help="output directory (created; an earlier suite there is replaced)")
+
+
+def run_suite_command(suite: str, generate: Callable[..., dict[str, Any]], args: argparse.Namespace) -> int:
+    """Run ``generate(args.out, n=args.n, seed=args.seed)`` and print a one-line summary. Returns 0,
+    or 1 with a message on stderr on a :class:`SuiteError` (e.g. a missing font)."""
+    import sys
+
+    try:
+        m = generate(args.out, n=args.n, seed=args.seed)
+    except SuiteError as e:
+        print(f"pointfail generate {suite}: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {m['n']} {suite} samples (seed {m['seed']}) to {args.out}")
+    return 0
 
 
 # ------------------------------------------------------------------------------------ write / manifest

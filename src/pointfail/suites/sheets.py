@@ -45,9 +45,13 @@ from pointfail.suites.common import (
     Scene,
     SuiteError,
     TextPainter,
+    add_suite_arguments,
     category_schedule,
+    choose_category,
     generate_suite,
+    quote,
     require_unique,
+    run_suite_command,
     union_box,
 )
 
@@ -129,7 +133,6 @@ STYLES: dict[str, Style] = {
                            "google", (26, 115, 232), (19, 22), (20, 22)),
 }
 
-QUOTES = (('"', '"'), ("'", "'"), ("`", "`"), ("«", "»"))
 
 
 def col_name(index: int) -> str:
@@ -506,11 +509,6 @@ class _Sheet:
                                          [g.rhw - 3, g.header_bottom - 3, g.rhw + 3, g.header_bottom + 3]))
 
 
-def _q(rng: random.Random, s: str) -> str:
-    a, b = rng.choice(QUOTES)
-    return f"{a}{s}{b}"
-
-
 def _ref_case(rng: random.Random, ref: str) -> str:
     return ref.lower() if rng.random() < 0.15 else ref
 
@@ -530,10 +528,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
             another layout).
     """
     painter = painter or TextPainter()
-    cats = sorted(CATEGORY_WEIGHTS)
-    if category is None:
-        category = rng.choices(cats, weights=[CATEGORY_WEIGHTS[c][1] for c in cats])[0]
-    data_type = CATEGORY_WEIGHTS[category][0]
+    category, data_type = choose_category(rng, CATEGORY_WEIGHTS, category)
     sh = _Sheet(rng, painter)
     g = sh.build()
     sh.fill_values(g)
@@ -568,14 +563,14 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         c, r = rng.choice(cands)
         v = sh.values[(c, r)]
         if category == "cell_content":
-            qv = _q(rng, v)
+            qv = quote(rng, v)
             instr = rng.choice((f"Click the cell that shows {qv}.", f"Select the cell whose displayed text is {qv}.",
                                 f"Find the cell containing {v} and click it.", f"Click the visible cell value {qv}.",
                                 f"Tap the cell that reads {qv}."))
             target = require_unique(ids_with_text(v), instr)
         else:
             R = _ref_case(rng, ref(c, r))
-            qv = _q(rng, v)
+            qv = quote(rng, v)
             instr = rng.choice((f"Click {R}, which shows {qv}.", f"Target cell {R}; it displays {qv}.",
                                 f"Choose the {qv} cell at {R}.", f"Find {R} with value {qv} and click it."))
             target = require_unique([i for i in ids_with_text(v) if i == f"cell:{ref(c, r)}"], instr)
@@ -708,22 +703,12 @@ def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``pointfail generate sheets`` options: ``--n``, ``--seed``, ``--out``."""
-    parser.add_argument("--n", type=int, default=200, help="number of samples (default 200)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--out", required=True, help="output directory (created; an earlier suite there is replaced)")
+add_arguments = add_suite_arguments
+"""``pointfail generate sheets`` options: ``--n``, ``--seed``, ``--out``
+(:func:`pointfail.suites.common.add_suite_arguments`)."""
 
 
 def run(args: argparse.Namespace) -> int:
     """Generate the suite; prints a one-line summary. Returns 0, or 1 with a message on a
     :class:`SuiteError` (e.g. a missing font)."""
-    import sys
-
-    try:
-        m = generate(args.out, n=args.n, seed=args.seed)
-    except SuiteError as e:
-        print(f"pointfail generate sheets: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {m['n']} sheets samples (seed {m['seed']}) to {args.out}")
-    return 0
+    return run_suite_command(SUITE, generate, args)

@@ -53,10 +53,14 @@ from pointfail.suites.common import (
     Scene,
     SuiteError,
     TextPainter,
+    add_suite_arguments,
     category_schedule,
+    choose_category,
     generate_suite,
     load_font,
+    quote,
     require_unique,
+    run_suite_command,
     union_box,
 )
 
@@ -94,7 +98,6 @@ DIFFICULTY = {
 }
 PUNCT_NAMES = {",": "comma", ".": "period", ":": "colon", ";": "semicolon", "!": "exclamation mark",
                "?": "question mark"}
-QUOTES = (('"', '"'), ("'", "'"), ("`", "`"), ("«", "»"))
 INK_COLORS: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] = {
     # name: (ink on light surfaces, ink on dark surfaces)
     "red": ((200, 30, 30), (255, 110, 110)),
@@ -378,11 +381,6 @@ class _Doc:
             els.append(Element(f"para:{p}", "paragraph", box))
 
 
-def _q(rng: random.Random, s: str) -> str:
-    a, b = rng.choice(QUOTES)
-    return f"{a}{s}{b}"
-
-
 def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
                 category: str | None = None, language: str | None = None) -> SampleSpec:
     """Build one text sample from ``rng``: surface, language (``language``, or drawn with
@@ -393,10 +391,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         SuiteError: no target of the category can be named uniquely on this page.
     """
     painter = painter or TextPainter()
-    cats = sorted(CATEGORY_WEIGHTS)
-    if category is None:
-        category = rng.choices(cats, weights=[CATEGORY_WEIGHTS[c][1] for c in cats])[0]
-    data_type = CATEGORY_WEIGHTS[category][0]
+    category, data_type = choose_category(rng, CATEGORY_WEIGHTS, category)
     doc = _Doc(rng, painter, language)
     page = doc.layout()
     words = [w for ln in page.lines for w in ln.words]
@@ -450,7 +445,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
 
     def phrases(w: Word, qual: tuple[str, ...] | None) -> tuple[str, str]:
         """(``the word «x»`` or a qualified phrase, the bare quoted word or the same phrase)."""
-        Q = _q(rng, w.core)
+        Q = quote(rng, w.core)
         if qual is None:
             return f"the word {Q}", Q
         if qual[0] == "style":
@@ -490,7 +485,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
             pairs = [j for j in range(1, len(w.core)) if sum(1 for m in range(1, len(w.core))
                                                               if w.core[m - 1:m + 1] == w.core[j - 1:j + 1]) == 1]
             j = pick(pairs)
-            a, b = _q(rng, w.core[j - 1]), _q(rng, w.core[j])
+            a, b = quote(rng, w.core[j - 1]), quote(rng, w.core[j])
             instr = rng.choice((f"Place the caret between {a} and {b} in {B}.",
                                 f"Click between the {a} and the {b} in {W}.",
                                 f"The inter-character gap between {a} and {b} in {B}."))
@@ -499,7 +494,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         else:
             singles = [j for j, ch in enumerate(w.core) if w.core.count(ch) == 1 and ch.isalnum()]
             j = pick(singles)
-            C = _q(rng, w.core[j])
+            C = quote(rng, w.core[j])
             if category == "char_center":
                 instr = rng.choice((f"Click the {C} in {B}.", f"Select the {C} glyph in {W}.",
                                     f"Place the cursor over {C} in {B}.", f"just the {C} in {B}"))
@@ -547,15 +542,15 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
                         and f"space:{ln.index}.{a.end}" in space_ids):
                     pairs.append((a, b))
         a, b = pick(pairs)
-        instr = rng.choice((f"Click the gap between {_q(rng, a.core)} and {_q(rng, b.core)}.",
-                            f"the place to insert text between {_q(rng, a.core)} and {_q(rng, b.core)}",
-                            f"Return the coordinate in the space after {_q(rng, a.core)} and before {_q(rng, b.core)}."))
+        instr = rng.choice((f"Click the gap between {quote(rng, a.core)} and {quote(rng, b.core)}.",
+                            f"the place to insert text between {quote(rng, a.core)} and {quote(rng, b.core)}",
+                            f"Return the coordinate in the space after {quote(rng, a.core)} and before {quote(rng, b.core)}."))
         require_unique(word_ids(a.core), instr)
         target = f"space:{a.line}.{a.end}"
     elif category in ("line_start", "line_end", "line_bbox"):
         cands = [ln for ln in page.lines if len(lines_starting(line_prefix(ln))) == 1 and len(ln.text) > 12]
         ln = pick(cands)
-        Q = _q(rng, line_prefix(ln))
+        Q = quote(rng, line_prefix(ln))
         if category == "line_start":
             instr = rng.choice((f"Click the start of the line that starts with {Q}.",
                                 f"Place the caret at the beginning of the line starting with {Q}."))
@@ -577,7 +572,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         if category == "paragraph_end":
             cands = [p for p in lasts if sum(1 for q in lasts if fold(lasts[q].core) == fold(lasts[p].core)) == 1]
             p = pick(cands)
-            Q = _q(rng, lasts[p].core)
+            Q = quote(rng, lasts[p].core)
             instr = rng.choice((f"Click at the very end of the paragraph ending with {Q}.",
                                 f"Place the cursor after the last character of the paragraph that ends with {Q}."))
             ln = page.lines[page.paras[p][-1]]
@@ -586,7 +581,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         else:
             cands = [p for p in firsts if sum(1 for q in firsts if fold(firsts[q].core) == fold(firsts[p].core)) == 1]
             p = pick(cands)
-            Q = _q(rng, firsts[p].core)
+            Q = quote(rng, firsts[p].core)
             if category == "paragraph_start":
                 instr = rng.choice((f"Click at the very start of the paragraph beginning with {Q}.",
                                     f"Place the cursor before the first word of the paragraph that starts with {Q}."))
@@ -625,22 +620,12 @@ def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``pointfail generate text`` options: ``--n``, ``--seed``, ``--out``."""
-    parser.add_argument("--n", type=int, default=200, help="number of samples (default 200)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--out", required=True, help="output directory (created; an earlier suite there is replaced)")
+add_arguments = add_suite_arguments
+"""``pointfail generate text`` options: ``--n``, ``--seed``, ``--out``
+(:func:`pointfail.suites.common.add_suite_arguments`)."""
 
 
 def run(args: argparse.Namespace) -> int:
     """Generate the suite; prints a one-line summary. Returns 0, or 1 with a message on a
     :class:`SuiteError` (e.g. a missing font)."""
-    import sys
-
-    try:
-        m = generate(args.out, n=args.n, seed=args.seed)
-    except SuiteError as e:
-        print(f"pointfail generate text: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {m['n']} text samples (seed {m['seed']}) to {args.out}")
-    return 0
+    return run_suite_command(SUITE, generate, args)
