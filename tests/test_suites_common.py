@@ -290,3 +290,45 @@ def test_category_schedule_quotas(pointerbench_dir):
         json.loads(line)["category"]
         for line in (pointerbench_dir / "pointerbench-sheets/data/test/metadata.jsonl").read_text().splitlines())
     assert dict(collections.Counter(common.category_schedule(weights, 500, "sheets", 3))) == dict(real)
+
+
+def test_verify_regenerate_passes_the_recorded_generator_args(tmp_path, monkeypatch):
+    # a generator module with extra settings (as the web suite's pages and offsets): verify_manifest
+    # reads them back through the module's generator_args and passes them to generate
+    import types
+
+    from pointfail.suites import web
+
+    assert web.generator_args({"pages": "/x/pages", "offsets": 2, "n": 5}) == {"pages_spec": "/x/pages",
+                                                                              "offsets_per_page": 2}
+    assert web.generator_args({}) == {}
+    calls = []
+
+    def fake_generate(out, *, n, seed, scale=1):
+        calls.append((n, seed, scale))
+        x = 40 * scale  # the box's left edge depends on the extra setting
+        kw = dict(suite="fake", generator="pointfail.suites.fake", id_prefix="fk", n=n, seed=seed,
+                  make_sample=lambda rng, i: _tiny(rng, i) if scale == 1 else _shifted(x),
+                  font_names=["dejavu-sans"], generator_version=1)
+        m = generate_suite(out_dir=out, **kw)
+        m["scale"] = scale
+        return m
+
+    def _shifted(x):
+        im = Image.new("RGB", (1024, 768), "white")
+        ImageDraw.Draw(im).rectangle([x, 100, x + 41, 141], fill="red")
+        return SampleSpec(Scene(im, [Element("box:0", "box", [x, 100, x + 41, 141])]), "box:0", "Click the red box.",
+                          "point", {"category": "box"})
+
+    fake = types.ModuleType("pointfail.suites.fake")
+    fake.generate = fake_generate
+    fake.generator_args = lambda m: {"scale": m["scale"]}
+    monkeypatch.setitem(sys.modules, "pointfail.suites.fake", fake)
+    m = fake_generate(tmp_path / "s", n=1, seed=1, scale=3)
+    (tmp_path / "s/manifest.json").write_text(json.dumps(m))
+    assert verify_manifest(tmp_path / "s", regenerate=True).ok
+    assert calls[-1] == (1, 1, 3)
+    del fake.generator_args  # without it the default settings are regenerated, and the image differs
+    res = verify_manifest(tmp_path / "s", regenerate=True)
+    assert calls[-1] == (1, 1, 1)
+    assert res.mismatched == ["data/test/0000.png", "data/test/metadata.jsonl", "data/test/scene_graphs/0000.json"]

@@ -413,6 +413,90 @@ def run_suite_command(suite: str, generate: Callable[..., dict[str, Any]], args:
 MAX_ATTEMPTS = 50
 
 
+class SuiteWriter:
+    """Writes one suite's files into a fresh temporary directory beside ``out_dir`` and moves it into
+    place in :meth:`finish`, so an interrupted run never leaves a half-written suite; on an exception
+    inside ``with SuiteWriter(...)`` the temporary directory is removed.
+
+    Layout (``docs/architecture.md``): ``data/test/<name>.png``, ``data/test/scene_graphs/<stem>.json``
+    (canonical JSON), ``data/test/metadata.jsonl`` (rows as canonical JSON lines sorted by ``id``) and
+    ``manifest.json`` (the caller's fields plus ``files``: relative path -> sha256, sorted).
+
+    Raises:
+        ``error`` (default :class:`SuiteError`): ``out_dir`` exists and holds something other than a
+            suite (an existing suite, i.e. a directory with ``manifest.json``, or an empty directory,
+            is replaced).
+    """
+
+    def __init__(self, out_dir: str | Path, *, error: type[Exception] = SuiteError):
+        out = Path(out_dir)
+        if out.exists():
+            if not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file()):
+                raise error(f"{out} exists and is not a generated suite (no manifest.json); refusing to overwrite")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        self.test_dir = self.tmp / "data" / "test"
+        (self.test_dir / "scene_graphs").mkdir(parents=True)
+        self.files: dict[str, str] = {}
+
+    def __enter__(self) -> "SuiteWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def add_image(self, name: str, png: bytes, scene_graph: dict[str, Any]) -> None:
+        """Write image ``name`` (e.g. ``"0000.png"``) and its scene graph ``scene_graphs/<stem>.json``."""
+        (self.test_dir / name).write_bytes(png)
+        self.files[f"data/test/{name}"] = sha256_bytes(png)
+        sg = _dumps(scene_graph).encode("utf-8")
+        rel = f"scene_graphs/{Path(name).stem}.json"
+        (self.test_dir / rel).write_bytes(sg)
+        self.files[f"data/test/{rel}"] = sha256_bytes(sg)
+
+    def finish(self, rows: list[dict[str, Any]], manifest_fields: dict[str, Any]) -> dict[str, Any]:
+        """Write ``metadata.jsonl`` and ``manifest.json`` (``manifest_fields`` plus ``files``), move the
+        suite into place (replacing an earlier one) and return the manifest."""
+        meta = "".join(canonical_json(r) for r in sorted(rows, key=lambda r: r["id"])).encode("utf-8")
+        (self.test_dir / "metadata.jsonl").write_bytes(meta)
+        self.files["data/test/metadata.jsonl"] = sha256_bytes(meta)
+        manifest = dict(manifest_fields, files=dict(sorted(self.files.items())))
+        (self.tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
+        self.tmp.chmod(0o755)  # mkdtemp makes 0700; suites are read by other users (container workers)
+        if self.out.exists():
+            shutil.rmtree(self.out)
+        self.tmp.rename(self.out)
+        return manifest
+
+
+def suite_manifest_fields(*, suite: str, generator: str, generator_version: int, seed: int, n: int,
+                          image_size: tuple[int, int], versions: dict[str, Any]) -> dict[str, Any]:
+    """The manifest keys every generated suite has (``files`` is added by :class:`SuiteWriter`)."""
+    return {
+        "suite": suite,
+        "generator": generator,
+        "generator_version": generator_version,
+        "seed": seed,
+        "n": n,
+        "image_size": list(image_size),
+        "versions": versions,
+    }
+
+
+def write_suite_files(out_dir: str | Path, *, rows: list[dict[str, Any]], images: dict[str, bytes],
+                      scene_graphs: dict[str, dict[str, Any]], manifest_fields: dict[str, Any],
+                      error: type[Exception] = SuiteError) -> dict[str, Any]:
+    """Write a whole suite held in memory (``images``: file name -> PNG bytes, ``scene_graphs``: the
+    same file names -> scene graph JSON) with :class:`SuiteWriter`; returns the manifest. Raises
+    ``error`` as :class:`SuiteWriter` does, ``KeyError`` when an image has no scene graph."""
+    with SuiteWriter(out_dir, error=error) as w:
+        for name, png in sorted(images.items()):
+            w.add_image(name, png, scene_graphs[name])
+        return w.finish(rows, manifest_fields)
+
+
 def generate_suite(
     *,
     suite: str,
@@ -429,10 +513,10 @@ def generate_suite(
 
     ``make_sample(rng, index)`` builds one sample or raises :class:`SuiteError` when the drawn target
     is not unique; the index is then retried with the next attempt's stream (up to
-    :data:`MAX_ATTEMPTS`), so retries are deterministic too. Files are written into a fresh temporary
-    directory beside ``out_dir`` and moved into place at the end, so an interrupted run never leaves a
-    half-written suite; an existing ``out_dir`` must be empty or hold an earlier suite (manifest.json),
-    which is replaced.
+    :data:`MAX_ATTEMPTS`), so retries are deterministic too. Files are written by
+    :class:`SuiteWriter` (a temporary directory moved into place at the end, so an interrupted run
+    never leaves a half-written suite); an existing ``out_dir`` must be empty or hold an earlier suite
+    (manifest.json), which is replaced.
 
     Raises:
         FontMissingError: a font is not installed (checked before anything is rendered).
@@ -443,17 +527,8 @@ def generate_suite(
         raise SuiteError(f"n must be >= 0, got {n}")
     font_names = sorted(set(font_names))
     check_fonts(font_names)
-    out = Path(out_dir)
-    if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").is_file()):
-            raise SuiteError(f"{out} exists and is not a generated suite (no manifest.json); refusing to overwrite")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        test_dir = tmp / "data" / "test"
-        (test_dir / "scene_graphs").mkdir(parents=True)
+    with SuiteWriter(out_dir) as w:
         rows = []
-        files: dict[str, str] = {}
         for i in range(n):
             spec = None
             errors = []
@@ -466,36 +541,12 @@ def generate_suite(
             if spec is None:
                 raise SuiteError(f"sample {i}: no unique target in {MAX_ATTEMPTS} attempts; last: {errors[-1]}")
             stem = f"{i:04d}"
-            row = build_row(f"{id_prefix}_{stem}", stem, spec)
-            png = png_bytes(spec.scene.image)
-            (test_dir / f"{stem}.png").write_bytes(png)
-            files[f"data/test/{stem}.png"] = sha256_bytes(png)
-            sg = _dumps(scene_graph_json(f"{stem}.png", spec.scene.elements)).encode("utf-8")
-            (test_dir / "scene_graphs" / f"{stem}.json").write_bytes(sg)
-            files[f"data/test/scene_graphs/{stem}.json"] = sha256_bytes(sg)
-            rows.append(row)
-        meta = "".join(canonical_json(r) for r in sorted(rows, key=lambda r: r["id"])).encode("utf-8")
-        (test_dir / "metadata.jsonl").write_bytes(meta)
-        files["data/test/metadata.jsonl"] = sha256_bytes(meta)
-        manifest = {
-            "suite": suite,
-            "generator": generator,
-            "generator_version": generator_version,
-            "seed": seed,
-            "n": n,
-            "image_size": list(IMAGE_SIZE),
-            "versions": environment_versions(font_names),
-            "files": dict(sorted(files.items())),
-        }
-        (tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
-        tmp.chmod(0o755)  # mkdtemp makes 0700; suites are read by other users (container workers)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return manifest
+            rows.append(build_row(f"{id_prefix}_{stem}", stem, spec))
+            w.add_image(f"{stem}.png", png_bytes(spec.scene.image), scene_graph_json(f"{stem}.png", spec.scene.elements))
+        return w.finish(rows, suite_manifest_fields(
+            suite=suite, generator=generator, generator_version=generator_version, seed=seed, n=n,
+            image_size=IMAGE_SIZE, versions=environment_versions(font_names),
+        ))
 
 
 def read_manifest(suite_dir: str | Path) -> dict[str, Any]:
@@ -571,8 +622,10 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
 
     Without ``regenerate``: every file listed must exist with its recorded sha256, and no unlisted
     file may be under ``data/``. With ``regenerate``: the suite is generated again from the manifest's
-    generator, seed and n into a temporary directory and every file's sha256 compared with the
-    manifest (the directory's own files are checked as well). In both modes, when anything differs
+    generator, seed and n (plus the keyword arguments the generator module's optional
+    ``generator_args(manifest)`` reads back from the manifest, e.g. the web suite's page set and
+    offsets) into a temporary directory and every file's sha256 compared with the manifest (the
+    directory's own files are checked as well). In both modes, when anything differs
     the result names the environment differences (font file hashes, Pillow, FreeType, zlib) that
     explain it.
 
@@ -600,7 +653,8 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
             raise SuiteError(f"manifest generator {gen!r} is not a pointfail suite generator")
         mod = importlib.import_module(gen)
         with tempfile.TemporaryDirectory() as td:
-            again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]))
+            gen_kwargs = mod.generator_args(manifest) if hasattr(mod, "generator_args") else {}
+            again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]), **gen_kwargs)
         for rel, digest in sorted(files.items()):
             if again["files"].get(rel) != digest and rel not in mismatched:
                 mismatched.append(rel)

@@ -469,60 +469,34 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
     versions: dict[str, Any] = {"browser": browser_version, "fontconfig_families": fontconfig_families()}
     for ps in {p.package for p in pages if p.package}:
         versions[ps] = package_version(ps) or "unknown"
-    return _write_suite(out, n=n, seed=seed, rows=rows, images=images, graphs=graphs, extra={
+    env = common.environment_versions(FONT_NAMES)
+    env.update(versions)
+    manifest_fields = common.suite_manifest_fields(
+        suite="web", generator="pointfail.suites.web", generator_version=1, seed=seed, n=n, image_size=VIEWPORT, versions=env,
+    )
+    manifest_fields.update({
         "pages": pages_spec, "offsets": offsets_per_page,
         "licenses": {p.package: p.license for p in pages if p.package},
-    }, versions=versions)
+    })
+    return common.write_suite_files(out, rows=rows, images=images, scene_graphs=graphs,
+                                    manifest_fields=manifest_fields, error=WebSuiteError)
 
 
 FONT_NAMES = ("dejavu-sans", "dejavu-sans-mono")
 """The fonts the freeze style sheet forces (``pointfail.suites.common.FONTS`` names)."""
 
 
-def _write_suite(out: Path, *, n: int, seed: int, rows: list[dict[str, Any]], images: dict[str, bytes],
-                 graphs: dict[str, dict[str, Any]], extra: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:
-    """Write the suite files into a temporary directory beside ``out`` and move it into place (an
-    interrupted run never leaves a half-written suite). Returns the manifest."""
-    import shutil
-    import tempfile
-
-    from pointfail.records import canonical_json, sha256_bytes
-    from pointfail.suites import common
-
-    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        raise WebSuiteError(f"{out} exists and is not a generated suite (no manifest.json); refusing to overwrite")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        test_dir = tmp / "data" / "test"
-        (test_dir / "scene_graphs").mkdir(parents=True)
-        files: dict[str, str] = {}
-        for name, png in sorted(images.items()):
-            (test_dir / name).write_bytes(png)
-            files[f"data/test/{name}"] = sha256_bytes(png)
-            sg = canonical_json(graphs[name]).encode("utf-8")
-            rel = f"scene_graphs/{Path(name).stem}.json"
-            (test_dir / rel).write_bytes(sg)
-            files[f"data/test/{rel}"] = sha256_bytes(sg)
-        meta = "".join(canonical_json(r) for r in sorted(rows, key=lambda r: r["id"])).encode("utf-8")
-        (test_dir / "metadata.jsonl").write_bytes(meta)
-        files["data/test/metadata.jsonl"] = sha256_bytes(meta)
-        env = common.environment_versions(FONT_NAMES)
-        env.update(versions)
-        manifest = {
-            "suite": "web", "generator": "pointfail.suites.web", "generator_version": 1, "seed": seed,
-            "n": n, "image_size": list(VIEWPORT), "versions": env, "files": dict(sorted(files.items())),
-            **extra,
-        }
-        (tmp / "manifest.json").write_bytes(canonical_json(manifest).encode("utf-8"))
-        tmp.chmod(0o755)  # mkdtemp makes 0700; suites are read by other users (container workers)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return manifest
+def generator_args(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The :func:`generate` keyword arguments recorded in a web suite's ``manifest`` (``pages`` ->
+    ``pages_spec``, ``offsets`` -> ``offsets_per_page``), for
+    :func:`pointfail.suites.common.verify_manifest` ``(regenerate=True)``; a key the manifest lacks
+    is left to :func:`generate`'s default."""
+    out: dict[str, Any] = {}
+    if "pages" in manifest:
+        out["pages_spec"] = manifest["pages"]
+    if "offsets" in manifest:
+        out["offsets_per_page"] = int(manifest["offsets"])
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
