@@ -10,12 +10,11 @@ both tasks (the box centre is the point).
 
 from __future__ import annotations
 
-from pointfail.families import Family
-from pointfail.families.paligemma import read_loc_runs
+from pointfail.families._loc import LocTokenFamily
 from pointfail.frames import Frame
 
 
-class Florence2(Family):
+class Florence2(LocTokenFamily):
     """Florence-2 <loc_N> tokens, 1000 bins, x first."""
 
     name = "florence2"
@@ -24,18 +23,9 @@ class Florence2(Family):
     backend = None
     point_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
     box_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
-
-    def extract(self, text, diag):
-        return read_loc_runs(text, diag, r"<loc_(\d{1,4})>")
-
-    def format_point(self, x, y, image_size, model_input_size=None):
-        fx, fy = self._frame_values(x, y, image_size, model_input_size)
-        return f"target<loc_{fx}><loc_{fy}>"
-
-    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
-        return f"target<loc_{a}><loc_{b}><loc_{c}><loc_{d}>"
+    loc_pattern = r"<loc_(\d{1,4})>"
+    loc_token = "<loc_{}>"
+    label_template = "target{tokens}"
 
 
 FAMILY = Florence2()

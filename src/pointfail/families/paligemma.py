@@ -10,32 +10,13 @@ task prefix for both tasks (PaliGemma has no pointing prefix; the box centre is 
 
 from __future__ import annotations
 
-import re
-
-from pointfail.families import Family
-from pointfail.families._text import Item
+from pointfail.families._loc import LocTokenFamily, read_loc_runs
 from pointfail.frames import Frame
 
-
-def read_loc_runs(text, diag, pattern, order_kinds=((2, "point"), (4, "box"))):
-    """Runs of consecutive location tokens (whitespace allowed between them): a run of 2 is a point,
-    4 a box, a multiple of 4 several boxes; anything else is ignored as ``wrong_arity``."""
-    items = []
-    run_re = re.compile(f"(?:{pattern}\\s*)+")
-    for m in run_re.finditer(text):
-        vals = re.findall(pattern, m.group(0))
-        n = len(vals)
-        if n == 2:
-            items.append(Item("point", vals, m.start(), m.group(0)))
-        elif n % 4 == 0:
-            for i in range(0, n, 4):
-                items.append(Item("box", vals[i:i + 4], m.start() + i * 1e-3, m.group(0)))
-        else:
-            diag.ignore("wrong_arity", m.group(0))
-    return items
+__all__ = ["PaliGemma", "FAMILY", "read_loc_runs"]
 
 
-class PaliGemma(Family):
+class PaliGemma(LocTokenFamily):
     """PaliGemma <locNNNN> detection tokens, 1024 bins, y first."""
 
     name = "paligemma"
@@ -44,18 +25,9 @@ class PaliGemma(Family):
     backend = None
     point_prompt = "detect {target}"
     box_prompt = "detect {target}"
-
-    def extract(self, text, diag):
-        return read_loc_runs(text, diag, r"<loc(\d{1,4})>")
-
-    def format_point(self, x, y, image_size, model_input_size=None):
-        fx, fy = self._frame_values(x, y, image_size, model_input_size)
-        return f"<loc{fy:04d}><loc{fx:04d}> target"
-
-    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
-        return f"<loc{b:04d}><loc{a:04d}><loc{d:04d}><loc{c:04d}> target"
+    loc_pattern = r"<loc(\d{1,4})>"
+    loc_token = "<loc{:04d}>"
+    label_template = "{tokens} target"
 
 
 FAMILY = PaliGemma()

@@ -16,40 +16,20 @@ coordinates using JSON format" (box), the cookbook's wording.
 
 from __future__ import annotations
 
-from pointfail.families import Family
-from pointfail.families._text import read_bare_groups, read_keyed_lists, read_point_tags
+from pointfail.families._qwen import KEYS, QwenJSONFamily
 from pointfail.frames import Frame
 
-KEYS = {"point_2d": "point", "bbox_2d": "box"}
+__all__ = ["KEYS", "Qwen25VL", "FAMILY"]
 
 
-class Qwen25VL(Family):
+class Qwen25VL(QwenJSONFamily):
     """Qwen2.5-VL JSON/XML answers, resized-input pixels."""
 
     name = "qwen2_5_vl"
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
     backend = "pointfail.backends.qwen2_5_vl"
-    point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
-    box_prompt = 'Locate {target}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
-    decimals = 0
-
-    def extract(self, text, diag):
-        items = read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
-        if not items:
-            items = read_bare_groups(text, diag)
-            if items:
-                diag.flag("bare_list")
-        return items
-
-    def format_point(self, x, y, image_size, model_input_size=None):
-        fx, fy = self._frame_values(x, y, image_size, model_input_size)
-        return f'```json\n[\n\t{{"point_2d": [{fx}, {fy}], "label": "target"}}\n]\n```'
-
-    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
-        return f'```json\n[\n\t{{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "target"}}\n]\n```'
+    json_layout = "indented"
 
 
 FAMILY = Qwen25VL()

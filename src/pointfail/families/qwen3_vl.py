@@ -11,13 +11,11 @@ the image, scaled to 0–1000 (not resized-input pixels as Qwen2.5-VL did), in t
 
 from __future__ import annotations
 
-from pointfail.families import Family
-from pointfail.families._text import read_bare_groups, read_keyed_lists, read_point_tags
-from pointfail.families.qwen2_5_vl import KEYS
+from pointfail.families._qwen import QwenJSONFamily
 from pointfail.frames import Frame
 
 
-class Qwen3VL(Family):
+class Qwen3VL(QwenJSONFamily):
     """Qwen3-VL JSON/XML answers, 0-1000 grid."""
 
     name = "qwen3_vl"
@@ -29,26 +27,7 @@ class Qwen3VL(Family):
         "Qwen/Qwen3-VL-8B-Thinking",
     )
     backend = "pointfail.backends.qwen3_vl"
-    point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
-    box_prompt = 'Locate {target}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
-    decimals = 0
-
-    def extract(self, text, diag):
-        items = read_keyed_lists(text, KEYS, diag) + read_point_tags(text, diag)
-        if not items:
-            items = read_bare_groups(text, diag)
-            if items:
-                diag.flag("bare_list")
-        return items
-
-    def format_point(self, x, y, image_size, model_input_size=None):
-        fx, fy = self._frame_values(x, y, image_size, model_input_size)
-        return f'```json\n[{{"point_2d": [{fx}, {fy}], "label": "target"}}]\n```'
-
-    def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
-        return f'```json\n[{{"bbox_2d": [{a}, {b}, {c}, {d}], "label": "target"}}]\n```'
+    json_layout = "compact"
 
 
 FAMILY = Qwen3VL()
