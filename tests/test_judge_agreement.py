@@ -51,6 +51,17 @@ def test_degenerate_cases():
     assert e["n"] == 0 and e["kappa"] is None and e["abstention_rate"] is None
 
 
+
+def test_reference_without_label_counts_apart_from_the_confusion_matrix():
+    # the aggregate's table passes the primary judge's label, None where it gave none:
+    # 5 pairs, 3 with no reference label (one labeled, one unlabeled, one unavailable by the judge)
+    a = agreement([(None, "labeled", O), (None, "unlabeled", None), (None, "judge_unavailable", None),
+                   (O, "labeled", O), (O, "unlabeled", None)])
+    assert (a["n"], a["n_labeled"], a["agree"], a["abstentions"], a["unavailable"], a["reference_unlabeled"]) == (
+        5, 1, 1, 2, 1, 3)
+    assert a["confusion"][O] == {O: 1, I: 0, C: 0, H: 0, "unlabeled": 1}
+    assert a["abstention_rate"] == pytest.approx(2 / 3)  # 2 abstentions / (1 labeled + 2 abstentions)
+
 def test_cli_judge_oracle_then_ollama_other_then_agreement(tmp_path, capsys):
     study = make_study(tmp_path, n_misses=4)
     (study / "study.toml").write_text('[study]\nname = "s"\nprimary_judge = "oracle"\n\n[judge]\noracle_tolerance_px = 8\n')

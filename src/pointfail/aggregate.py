@@ -779,25 +779,20 @@ def _t_judge_agreement(study: Study, comp: Computed) -> dict[str, bytes]:
     if not any(r.other for r in study.rows):
         return {}
     headers = ["model", "benchmark", "other_judge", "misses", "both_labeled", "agree", "agreement_pct", "other_unlabeled", "other_unavailable"]
+    from pointfail.judge.agreement import agreement
+
     rows = []
     for m, b in _cells_keys(comp.models, comp.benchmarks_of):
-        acc: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+        pairs: dict[str, list[tuple[Optional[str], str, Optional[str]]]] = defaultdict(list)
         for r in _rows_of(comp, m, b):
             if r.outcome != "miss":
                 continue
             for judge, status, label in r.other:
-                a = acc[judge]
-                a[0] += 1
-                if status == "labeled" and r.label is not None:
-                    a[1] += 1
-                    a[2] += label == r.label
-                elif status == "unlabeled":
-                    a[3] += 1
-                elif status == "judge_unavailable":
-                    a[4] += 1
-        for judge in sorted(acc):
-            a = acc[judge]
-            rows.append([m, b, judge, str(a[0]), str(a[1]), str(a[2]), fmt_pct(a[2], a[1]), str(a[3]), str(a[4])])
+                pairs[judge].append((r.label, status, label))
+        for judge in sorted(pairs):
+            a = agreement(pairs[judge])
+            rows.append([m, b, judge, str(a["n"]), str(a["n_labeled"]), str(a["agree"]),
+                         fmt_pct(a["agree"], a["n_labeled"]), str(a["abstentions"]), str(a["unavailable"])])
     notes = ["Agreement of each further judge with the study's primary judge on the same misses: % of misses both labeled that got the same label."]
     return {
         "judge_agreement.md": render_md(f"Judge agreement: {study.name}", notes, [(None, headers, rows)]),

@@ -13,6 +13,12 @@ counted. Definitions (``n`` = such pairs):
   ``precision`` = diag / column total and ``recall`` = diag / row total (``None`` when the total is 0),
   and Cohen's kappa (Cohen 1960): ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed agreement and
   ``p_e = sum_k (row_k / n) (col_k / n)``; ``None`` when ``p_e == 1`` (both raters used one label only).
+
+:func:`agreement` is the one implementation of these counts: the aggregate's ``judge_agreement`` table
+(:mod:`pointfail.aggregate`, the study's primary judge in place of the oracle) calls it too, with a
+reference label of ``None`` where the primary judge gave no label (such a pair counts in ``n`` and,
+by the compared judge's status, in ``abstentions``/``unavailable``/``pending``, never in the confusion
+matrix; ``reference_unlabeled`` counts them).
 """
 
 from __future__ import annotations
@@ -55,27 +61,34 @@ def collect_pairs(records_dir: Union[str, Path]) -> dict[str, list[tuple[str, st
 
 
 def agreement(pairs: list[tuple[str, str, Optional[str]]]) -> dict[str, Any]:
-    """Agreement statistics for one judge (definitions in the module docstring).
+    """Agreement statistics for one judge (definitions in the module docstring). ``pairs`` are
+    ``(reference_label | None, judge_status, judge_label)``; the reference is the oracle here and
+    the study's primary judge in the aggregate's table.
 
     Returns:
-        ``{"n", "n_labeled", "abstentions", "abstention_rate", "unavailable", "pending", "accuracy",
-        "kappa", "labels", "confusion": {oracle_label: {judge_label|"unlabeled": count}},
-        "per_label": {label: {"precision", "recall", "support"}}}``; rates are floats or ``None``.
+        ``{"n", "n_labeled", "agree", "abstentions", "abstention_rate", "unavailable", "pending",
+        "reference_unlabeled", "accuracy", "kappa", "labels", "confusion": {oracle_label:
+        {judge_label|"unlabeled": count}}, "per_label": {label: {"precision", "recall",
+        "support"}}}``; ``agree`` = pairs both labeled alike; rates are floats or ``None``.
     """
     labels = list(FAILURE_MODES)
     confusion = {o: {j: 0 for j in labels + ["unlabeled"]} for o in labels}
-    unavailable = pending = 0
+    unavailable = pending = abstentions = reference_unlabeled = 0
     for oracle_label, status, label in pairs:
+        if oracle_label is None:
+            reference_unlabeled += 1
         if status == "labeled" and label in labels:
-            confusion[oracle_label][label] += 1
+            if oracle_label is not None:
+                confusion[oracle_label][label] += 1
         elif status == "unlabeled":
-            confusion[oracle_label]["unlabeled"] += 1
+            abstentions += 1
+            if oracle_label is not None:
+                confusion[oracle_label]["unlabeled"] += 1
         elif status == "judge_unavailable":
             unavailable += 1
         else:
             pending += 1
     n_labeled = sum(confusion[o][j] for o in labels for j in labels)
-    abstentions = sum(confusion[o]["unlabeled"] for o in labels)
     row = {o: sum(confusion[o][j] for j in labels) for o in labels}
     col = {j: sum(confusion[o][j] for o in labels) for j in labels}
     diag = {k: confusion[k][k] for k in labels}
@@ -97,10 +110,12 @@ def agreement(pairs: list[tuple[str, str, Optional[str]]]) -> dict[str, Any]:
     return {
         "n": len(pairs),
         "n_labeled": n_labeled,
+        "agree": sum(diag.values()),
         "abstentions": abstentions,
         "abstention_rate": abstentions / verdicts if verdicts else None,
         "unavailable": unavailable,
         "pending": pending,
+        "reference_unlabeled": reference_unlabeled,
         "accuracy": accuracy,
         "kappa": kappa,
         "labels": labels,
