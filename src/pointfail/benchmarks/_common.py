@@ -236,6 +236,30 @@ def check_mask(path: Path, image_size: tuple[int, int], threshold: int = 127) ->
     return MaskCheck(sha, float(area), None)
 
 
+def row_problem(row: Any, fields: Iterable[str], *, falsy_is_missing: bool = False) -> str | None:
+    """Why an annotation row cannot be read, or ``None``: ``"not an object"`` when it is not a JSON
+    object, ``"missing field(s) [...]"`` naming each of ``fields`` that is absent, ``None`` or ``""``
+    (with ``falsy_is_missing``, any false value: ``0``, ``[]`` ...). The loaders prefix the row's
+    place (file and row or line)."""
+    if not isinstance(row, dict):
+        return "not an object"
+    if falsy_is_missing:
+        missing = [k for k in fields if not row.get(k)]
+    else:
+        missing = [k for k in fields if row.get(k) in (None, "")]
+    return f"missing field(s) {missing}" if missing else None
+
+
+def measure_mask(mask_path: Path, image: ImageRef, where: str, mask_problems: list[str]) -> tuple[str | None, float | None]:
+    """:func:`check_mask` against ``image``'s size; a problem is appended to ``mask_problems`` as
+    ``"<where>: <problem>"`` (the sample still loads, see :func:`check_mask`). Returns
+    ``(sha256, area_px)`` of the mask (either ``None`` as :class:`MaskCheck` says)."""
+    mcheck = check_mask(mask_path, (image.width, image.height))
+    if mcheck.problem:
+        mask_problems.append(f"{where}: {mcheck.problem}")
+    return mcheck.sha256, mcheck.area_px
+
+
 def warn_mask_problems(benchmark: str, problems: list[str]) -> None:
     """Warn (``UserWarning``, once per load) that some samples carry an unusable mask: they are
     loaded and will be recorded as ``error`` outcomes with the reason; the first five are listed."""

@@ -34,7 +34,7 @@ from typing import Any
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, nfc, read_json
+from ._common import NfcIndex, Problems, image_ref, measure_mask, nfc, read_json, row_problem, warn_mask_problems
 
 NAME = "point-bench"
 CATEGORIES = ("affordable", "counting", "spatial", "reasoning", "steerable")
@@ -108,12 +108,9 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
     skipped: list[str] = []
     for i, row in enumerate(rows):
         where = f"{root / 'data.json'} row {i}"
-        if not isinstance(row, dict):
-            problems.add(f"{where}: not an object")
-            continue
-        missing = [k for k in ("image_filename", "user_input", "category") if not row.get(k)]
-        if missing:
-            problems.add(f"{where}: missing field(s) {missing}")
+        why = row_problem(row, ("image_filename", "user_input", "category"), falsy_is_missing=True)
+        if why:
+            problems.add(f"{where}: {why}")
             continue
         if not row.get("mask_filename"):
             skipped.append(f"{where} ({row['image_filename']})")
@@ -148,10 +145,7 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
         img = image_ref(img_path, problems=problems)
         if img is None:
             continue
-        mcheck = check_mask(mask_path, (img.width, img.height))
-        if mcheck.problem:
-            mask_problems.append(f"{where}: {mcheck.problem}")
-        mask_sha, area = mcheck.sha256, mcheck.area_px
+        mask_sha, area = measure_mask(mask_path, img, where, mask_problems)
         metadata: dict[str, Any] = {"category": category, "count": count}
         if category == "steerable":
             pts = _reference_points(row.get("points")) or pixmo.get(name)

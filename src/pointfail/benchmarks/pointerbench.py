@@ -32,7 +32,7 @@ from typing import Any
 
 from pointfail.records import ImageRef, Sample, Target, sha256_file
 
-from ._common import BenchmarkError, Problems, boxes_sha256, check_box, image_ref, read_json, read_jsonl
+from ._common import BenchmarkError, Problems, boxes_sha256, check_box, image_ref, read_json, read_jsonl, row_problem
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
 AXES = ("answer_type", "data_type", "category", "ui_style", "language", "surface", "difficulty",
@@ -70,15 +70,12 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
     samples: dict[str, Sample] = {}
     for line, row in read_jsonl(meta, benchmark):
         where = f"{meta}:{line}"
-        if not isinstance(row, dict):
-            problems.add(f"{where}: not an object")
-            continue
         need = ["id", "file_name", "instruction", "bbox", "answer_type", "eval", "image_size"]
         if suite:
             need.append("target_id")
-        missing = [k for k in need if row.get(k) in (None, "")]
-        if missing:
-            problems.add(f"{where}: missing field(s) {missing}")
+        why = row_problem(row, need)
+        if why:
+            problems.add(f"{where}: {why}")
             continue
         sid = str(row["id"])
         if sid in samples:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, read_json
+from ._common import NfcIndex, Problems, image_ref, measure_mask, read_json, row_problem, warn_mask_problems
 
 NAME = "refspatial"
 SPLITS = ("Location", "Placement", "Unseen")
@@ -69,12 +69,9 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
             continue
         for i, row in enumerate(rows):
             where = f"{qfile} row {i}"
-            if not isinstance(row, dict):
-                problems.add(f"{where}: not an object")
-                continue
-            missing = [k for k in ("id", "prompt", "rgb_path", "mask_path") if row.get(k) in (None, "")]
-            if missing:
-                problems.add(f"{where}: missing field(s) {missing}")
+            why = row_problem(row, ("id", "prompt", "rgb_path", "mask_path"))
+            if why:
+                problems.add(f"{where}: {why}")
                 continue
             try:
                 rid = int(row["id"])
@@ -96,10 +93,7 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
             img = image_ref(img_path, problems=problems)
             if img is None:
                 continue
-            mcheck = check_mask(mask_path, (img.width, img.height))
-            if mcheck.problem:
-                mask_problems.append(f"{where}: {mcheck.problem}")
-            sha, area = mcheck.sha256, mcheck.area_px
+            sha, area = measure_mask(mask_path, img, where, mask_problems)
             prompt = str(row["prompt"]).strip()
             suffix = str(row.get("suffix") or "").strip()
             instruction = f"{prompt} {suffix}" if suffix else prompt

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, boxes_sha256, check_box, image_ref, read_json
+from ._common import NfcIndex, Problems, boxes_sha256, check_box, image_ref, read_json, row_problem
 
 NAME = "screenspot-pro"
 AXES = ("group", "application", "platform", "ui_type")
@@ -53,13 +53,9 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
             continue
         for i, row in enumerate(rows):
             where = f"{f} row {i}"
-            if not isinstance(row, dict):
-                problems.add(f"{where}: not an object")
-                continue
-            missing = [k for k in ("id", "img_filename", "bbox", "img_size", "instruction")
-                       if row.get(k) in (None, "")]
-            if missing:
-                problems.add(f"{where}: missing field(s) {missing}")
+            why = row_problem(row, ("id", "img_filename", "bbox", "img_size", "instruction"))
+            if why:
+                problems.add(f"{where}: {why}")
                 continue
             sid = str(row["id"])
             if sid in samples:

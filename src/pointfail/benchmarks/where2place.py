@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pointfail.records import Sample, Target
 
-from ._common import NfcIndex, Problems, image_ref, check_mask, warn_mask_problems, read_jsonl
+from ._common import NfcIndex, Problems, image_ref, measure_mask, read_jsonl, row_problem, warn_mask_problems
 
 NAME = "where2place"
 AXES = ("category",)
@@ -51,12 +51,9 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
     samples: dict[str, Sample] = {}
     for idx, (line, row) in enumerate(rows):
         where = f"{qfile}:{line}"
-        if not isinstance(row, dict):
-            problems.add(f"{where}: not an object")
-            continue
-        missing = [k for k in ("question_id", "image", "text") if row.get(k) in (None, "")]
-        if missing:
-            problems.add(f"{where}: missing field(s) {missing}")
+        why = row_problem(row, ("question_id", "image", "text"))
+        if why:
+            problems.add(f"{where}: {why}")
             continue
         try:
             qid = int(row["question_id"])
@@ -78,10 +75,7 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
         img = image_ref(img_path, problems=problems)
         if img is None:
             continue
-        mcheck = check_mask(mask_path, (img.width, img.height))
-        if mcheck.problem:
-            mask_problems.append(f"{where}: {mcheck.problem}")
-        sha, area = mcheck.sha256, mcheck.area_px
+        sha, area = measure_mask(mask_path, img, where, mask_problems)
         sid = f"{qid:03d}"
         target = Target(kind="mask", mask_path=mask_path.as_posix(), sha256=sha, area_px=area,
                         eval={"type": "mean_mask_value", "scale": 255,
