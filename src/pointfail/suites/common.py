@@ -130,12 +130,13 @@ def check_fonts(names: Iterable[str]) -> None:
         raise FontMissingError("; ".join(missing))
 
 
-def _package_version(package: str) -> str | None:
-    """Installed Debian package version via ``dpkg-query`` (argument list, no shell); ``None`` when
-    dpkg is not available or the package is not installed."""
+def package_version(package: str) -> str | None:
+    """Installed Debian package version via ``dpkg-query`` (argument list, no shell, 30 s timeout);
+    ``None`` when dpkg is not available, times out or the package is not installed. Used for font
+    packages here and documentation packages by the web suite."""
     try:
         out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=20, check=False
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -158,7 +159,7 @@ def environment_versions(font_names: Iterable[str]) -> dict[str, Any]:
             "file": p.name,
             "sha256": sha256_file(p),
             "package": package,
-            "package_version": _package_version(package),
+            "package_version": package_version(package),
         }
     return {
         "pillow": PIL.__version__,

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.suites.common import package_version
+
 VIEWPORT = (1024, 768)
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) pointfail-web-suite/1 Chromium"
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -120,19 +122,6 @@ class Page:
 
 class WebSuiteError(RuntimeError):
     """A page set that cannot be rendered: missing browser, missing documentation package, no pages."""
-
-
-def package_version(package: str) -> Optional[str]:
-    """The installed Debian version of ``package`` (``dpkg-query``), or ``None`` when not installed
-    or not a Debian system."""
-    try:
-        out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package],
-            capture_output=True, text=True, check=False, timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def fontconfig_families() -> list[str]:
