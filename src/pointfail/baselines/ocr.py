@@ -344,13 +344,11 @@ def col_index(letters: str) -> int:
 
 
 def col_letters(index: int) -> str:
-    """0-based column index -> letters (0=A, 26=AA)."""
-    s = ""
-    index += 1
-    while index:
-        index, r = divmod(index - 1, 26)
-        s = chr(65 + r) + s
-    return s
+    """0-based column index -> letters (0=A, 26=AA): the sheets suite's
+    :func:`pointfail.suites.sheets.col_name` (raises ``ValueError`` for a negative index)."""
+    from pointfail.suites.sheets import col_name
+
+    return col_name(index)
 
 
 # ---------------------------------------------------------------- spreadsheet geometry
