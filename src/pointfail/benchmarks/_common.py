@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -236,18 +236,24 @@ def check_mask(path: Path, image_size: tuple[int, int], threshold: int = 127) ->
     return MaskCheck(sha, float(area), None)
 
 
-def row_problem(row: Any, fields: Iterable[str], *, falsy_is_missing: bool = False) -> str | None:
+def row_problem(row: Any, fields: Iterable[str], *, falsy_is_missing: bool = False,
+                seen: Container[str] | None = None) -> str | None:
     """Why an annotation row cannot be read, or ``None``: ``"not an object"`` when it is not a JSON
     object, ``"missing field(s) [...]"`` naming each of ``fields`` that is absent, ``None`` or ``""``
-    (with ``falsy_is_missing``, any false value: ``0``, ``[]`` ...). The loaders prefix the row's
-    place (file and row or line)."""
+    (with ``falsy_is_missing``, any false value: ``0``, ``[]`` ...), and, when ``seen`` (the sample
+    ids loaded so far) is given, ``"duplicate id X"`` when ``str(row["id"])`` is in it. The loaders
+    prefix the row's place (file and row or line)."""
     if not isinstance(row, dict):
         return "not an object"
     if falsy_is_missing:
         missing = [k for k in fields if not row.get(k)]
     else:
         missing = [k for k in fields if row.get(k) in (None, "")]
-    return f"missing field(s) {missing}" if missing else None
+    if missing:
+        return f"missing field(s) {missing}"
+    if seen is not None and str(row["id"]) in seen:
+        return f"duplicate id {row['id']}"
+    return None
 
 
 def measure_mask(mask_path: Path, image: ImageRef, where: str, mask_problems: list[str]) -> tuple[str | None, float | None]:

@@ -73,14 +73,11 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
         need = ["id", "file_name", "instruction", "bbox", "answer_type", "eval", "image_size"]
         if suite:
             need.append("target_id")
-        why = row_problem(row, need)
+        why = row_problem(row, need, seen=samples)
         if why:
             problems.add(f"{where}: {why}")
             continue
         sid = str(row["id"])
-        if sid in samples:
-            problems.add(f"{where}: duplicate id {sid}")
-            continue
         box, why = check_box(row["bbox"])
         if box is None:
             problems.add(f"{where}: {why}")

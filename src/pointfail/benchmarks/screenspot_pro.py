@@ -53,14 +53,11 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
             continue
         for i, row in enumerate(rows):
             where = f"{f} row {i}"
-            why = row_problem(row, ("id", "img_filename", "bbox", "img_size", "instruction"))
+            why = row_problem(row, ("id", "img_filename", "bbox", "img_size", "instruction"), seen=samples)
             if why:
                 problems.add(f"{where}: {why}")
                 continue
             sid = str(row["id"])
-            if sid in samples:
-                problems.add(f"{where}: duplicate id {sid}")
-                continue
             box, why = check_box(row["bbox"])
             if box is None:
                 problems.add(f"{where} (id {sid}): {why}")
