@@ -54,6 +54,32 @@ class Backend(Protocol):
     def info(self) -> dict[str, Any]: ...
 
 
+class TorchBackend:
+    """Shared part of the torch model backends (:class:`pointfail.backends.hf.HFBackend`, Molmo's
+    remote-code backend): holds ``model``, ``processor``, ``device`` (``"cpu"`` or ``"cuda"``) and
+    the provenance facts for :meth:`info`; :meth:`recover` frees cached GPU memory. Subclasses
+    set ``name`` and implement ``generate``. torch is imported only inside :meth:`recover`."""
+
+    name: str = ""
+
+    def __init__(self, model: Any, processor: Any, device: str, info: dict[str, Any]):
+        self.model = model
+        self.processor = processor
+        self.device = device
+        self._info = info
+
+    def recover(self) -> None:
+        """Free cached GPU memory after a failure (out of memory); nothing on CPU."""
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def info(self) -> dict[str, Any]:
+        """Provenance facts (a copy): backend, checkpoint path, revision, dtype, device, versions."""
+        return dict(self._info)
+
+
 def result(raw_text: str, model_input_size: Optional[list[int]] = None, prompt_tokens: Optional[int] = None,
            output_tokens: Optional[int] = None) -> dict[str, Any]:
     """Build one backend result dict (the shape documented in this module)."""

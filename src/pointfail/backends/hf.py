@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from pointfail.backends.base import BackendError, WorkItem, result
+from pointfail.backends.base import BackendError, TorchBackend, WorkItem, result
 
 _IMAGE_ONLY: dict[str, type] = {}
 
@@ -110,7 +110,7 @@ InputSizeFn = Callable[[Any, Any, int, Any], Optional[list[int]]]
 """``fn(processor, inputs, index, image) -> [W, H] | None``: the model-input size for one sample."""
 
 
-class HFBackend:
+class HFBackend(TorchBackend):
     """A transformers image-text-to-text model with greedy, left-padded batched generation.
 
     Args:
@@ -122,12 +122,9 @@ class HFBackend:
 
     def __init__(self, name: str, model: Any, processor: Any, device: str, input_size: InputSizeFn,
                  info: dict[str, Any]):
+        super().__init__(model, processor, device, info)
         self.name = name
-        self.model = model
-        self.processor = processor
-        self.device = device
         self._input_size = input_size
-        self._info = info
         tok = processor.tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         eos = model.generation_config.eos_token_id
@@ -172,16 +169,6 @@ class HFBackend:
             results.append(result(text, sizes[i], prompt_tokens[i], n))
         return results
 
-    def recover(self) -> None:
-        """Free cached GPU memory after a failure (out of memory)."""
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-
-    def info(self) -> dict[str, Any]:
-        """Provenance facts (backend, checkpoint path, dtype, device, transformers version)."""
-        return dict(self._info)
 
 
 def load_hf(name: str, weights_dir: Optional[str | Path], device: str, *, processor_default: str,

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.backends.base import BackendError, WorkItem, result
+from pointfail.backends.base import BackendError, TorchBackend, WorkItem, result
 from pointfail.backends.hf import check_weights_dir, resolve_device
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -48,16 +48,10 @@ def pinned_revision(weights_dir: Path, revision: Optional[str]) -> str:
     return rev
 
 
-class MolmoBackend:
+class MolmoBackend(TorchBackend):
     """Molmo v1 through its remote code; see the module docstring."""
 
     name = "molmo"
-
-    def __init__(self, model: Any, processor: Any, device: str, info: dict[str, Any]):
-        self.model = model
-        self.processor = processor
-        self.device = device
-        self._info = info
 
     def generate(self, batch: list[WorkItem]) -> list[dict[str, Any]]:
         """Greedy generation, one item at a time (the card's processor takes a single example)."""
@@ -76,16 +70,6 @@ class MolmoBackend:
             out.append(result(text, None, int(inputs["input_ids"].size(1)), int(new.numel())))
         return out
 
-    def recover(self) -> None:
-        """Free cached GPU memory after a failure."""
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-
-    def info(self) -> dict[str, Any]:
-        """Provenance facts, including the pinned revision."""
-        return dict(self._info)
 
 
 def load(weights_dir: Optional[str], device: str = "auto", revision: Optional[str] = None,
