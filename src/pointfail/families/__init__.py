@@ -233,6 +233,13 @@ class Family:
             return int(round(fx)), int(round(fy))
         return round(fx, self.decimals), round(fy, self.decimals)
 
+    def _box_values(self, x0: float, y0: float, x1: float, y1: float, image_size, model_input_size):
+        """The normalized box's corners in the frame at the family's precision: ``(x0, y0, x1, y1)``
+        as :meth:`_frame_values` writes each corner (axis order is left to the caller)."""
+        a, b = self._frame_values(x0, y0, image_size, model_input_size)
+        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        return a, b, c, d
+
     def _num(self, v) -> str:
         if isinstance(v, int):
             return str(v)

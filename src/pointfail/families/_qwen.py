@@ -52,6 +52,5 @@ class QwenJSONFamily(Family):
 
     def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
         """``bbox_2d`` ``[x1, y1, x2, y2]`` in a fenced JSON list, in the family's frame, integers."""
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        a, b, c, d = self._box_values(x0, y0, x1, y1, image_size, model_input_size)
         return self._json_answer("bbox_2d", (a, b, c, d))

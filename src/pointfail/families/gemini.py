@@ -40,8 +40,7 @@ class Gemini(Family):
         return f'```json\n[\n  {{"point": [{fy}, {fx}], "label": "target"}}\n]\n```'
 
     def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        a, b, c, d = self._box_values(x0, y0, x1, y1, image_size, model_input_size)
         return f'```json\n[\n  {{"box_2d": [{b}, {a}, {d}, {c}], "label": "target"}}\n]\n```'
 
 

@@ -48,8 +48,7 @@ class InternVL3(Family):
         return f"<ref>target</ref>[[{fx}, {fy}]]"
 
     def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        a, b, c, d = self._box_values(x0, y0, x1, y1, image_size, model_input_size)
         return f"<ref>target</ref><box>[[{a}, {b}, {c}, {d}]]</box>"
 
 

@@ -39,8 +39,7 @@ class ShowUI(Family):
         return f"[{self._num(fx)}, {self._num(fy)}]"
 
     def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        a, b, c, d = self._box_values(x0, y0, x1, y1, image_size, model_input_size)
         return f"[{self._num(a)}, {self._num(b)}, {self._num(c)}, {self._num(d)}]"
 
 

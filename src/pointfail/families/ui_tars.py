@@ -64,8 +64,7 @@ class UITars(Family):
         return f"Thought: The target is here.\nAction: click(start_box='<|box_start|>({fx},{fy})<|box_end|>')"
 
     def format_box(self, x0, y0, x1, y1, image_size, model_input_size=None):
-        a, b = self._frame_values(x0, y0, image_size, model_input_size)
-        c, d = self._frame_values(x1, y1, image_size, model_input_size)
+        a, b, c, d = self._box_values(x0, y0, x1, y1, image_size, model_input_size)
         return f"Action: click(start_box='({a},{b},{c},{d})')"
 
 
