@@ -71,3 +71,19 @@ def test_source_study_stops_before_any_work_with_what_is_missing(capsys):
         assert name in err
     assert "pointfail data fetch point-bench" in err
     assert "huggingface-cli download Qwen/Qwen2.5-VL-3B-Instruct --revision 66285546d2b821cf421d4f5eb2576359d3770cd3" in err
+
+
+def test_committed_default_tables_regenerate_in_another_directory(tmp_path):
+    """make reproduce aggregates under work/, so table bytes must not depend on the directory name:
+    the study's name comes from its study.toml."""
+    import shutil
+    import subprocess
+    import sys
+
+    src = REPO / "records" / "default"
+    dst = tmp_path / "records-elsewhere"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("tables", "report"))
+    out = subprocess.run([sys.executable, "-m", "pointfail", "aggregate", str(dst)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert reproduce.compare_tables(dst / "tables", src / "tables") == []
+    assert (dst / "tables" / "headline.md").read_text().startswith("# Hit rate (%): default\n")

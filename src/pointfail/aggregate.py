@@ -255,18 +255,23 @@ def load_study(study_dir: str | Path) -> Study:
     if not files:
         raise AggregateError(f"{d}: no records files (<model>/<benchmark>.jsonl)")
     config: dict[str, Any] = {}
+    name = d.resolve().name
     toml_path = d / "study.toml"
     if toml_path.is_file():
         import tomllib
 
         with open(toml_path, "rb") as f:
-            config = dict(tomllib.load(f).get("aggregate", {}))
+            raw = tomllib.load(f)
+        config = dict(raw.get("aggregate", {}))
+        # the study's own name, so tables regenerated in another directory (make reproduce writes
+        # under work/) carry the same title bytes as the committed ones
+        name = str(raw.get("study", {}).get("name") or name)
     rows: list[Row] = []
     seen: dict[tuple[str, str, str], str] = {}
     with _gc_paused():
         _read_rows(files, rows, seen)
     rows.sort(key=lambda r: (r.model, r.benchmark, r.sample_id))
-    return Study(name=d.resolve().name, path=d, files=files, rows=rows, config=config)
+    return Study(name=name, path=d, files=files, rows=rows, config=config)
 
 
 def _read_rows(files: list[Path], rows: list[Row], seen: dict[tuple[str, str, str], str]) -> None:
