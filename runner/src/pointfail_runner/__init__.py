@@ -7,8 +7,8 @@ host-prepared wheelhouse (:mod:`pointfail_runner.images`), runs one model contai
 no network and a wall-clock limit it enforces itself (:mod:`pointfail_runner.container`), and turns
 responses into records with the core library (:mod:`pointfail_runner.study`).
 
-No shell anywhere: every process is started with an argument list; no ``shell=True``, no ``sh -c``,
-no ``os.system``.
+No shell anywhere: every process is started with an argument list, never through a shell
+(``tests/test_no_shell.py`` scans the runner, the images and the Makefile for it).
 """
 
 __version__ = "0.1.0"
