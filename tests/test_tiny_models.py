@@ -43,6 +43,15 @@ EXPECTED_INPUT = {
     # 100/60 = 1.67 -> (2, 1); 40/90 = 0.44 -> (1, 2); 300/200 = 1.5: (1,1), (2,1), (2,2) tie at 0.5,
     # ties go to more tiles while the image area exceeds half the canvas -> (2, 2)
     "internvl3": [[112, 56], [56, 112], [112, 112]],
+    # Molmo2 overlapping crops (compute_crop_geometry): crop 56, patch 14, margins 1+1 patches -> window
+    # (4 - 2) * 14 = 28 px, margin 28 px; tilings (rows, cols) with rows*cols <= 2: (1,1), (1,2), (2,1),
+    # candidate (h, w) = 28*(rows, cols); scale = min(cand_h / (H - 28), cand_w / (W - 28)); all < 1 here,
+    # so the largest scale wins (first on ties); canvas = (rows*28 + 28, cols*28 + 28):
+    # 100x60: (H, W) - 28 = (32, 72): (1,1) min(.875, .389) = .389, (1,2) min(.875, .778) = .778,
+    #         (2,1) min(1.75, .389) = .389 -> (1,2) -> 56 x 84                                 -> [84, 56]
+    # 40x90: (62, 12): (1,1) .452, (1,2) .452, (2,1) min(.903, 2.33) = .903 -> (2,1) -> 84 x 56  -> [56, 84]
+    # 300x200: (172, 272): (1,1) .103, (1,2) min(.163, .206) = .163, (2,1) .103 -> (1,2)      -> [84, 56]
+    "molmo2": [[84, 56], [56, 84], [84, 56]],
 }
 FAMILIES = ["qwen2_5_vl", "qwen3_vl", "internvl3", "molmo2"]
 
@@ -114,10 +123,7 @@ def test_tiny_checkpoint_through_worker(family, checkpoints, images, tmp_path):
         assert r["error"] is None and isinstance(r["raw_text"], str)
         assert 1 <= r["output_tokens"] <= 6
         assert r["prompt_tokens"] > 20  # chat template + prompt + image placeholder tokens
-        if family in EXPECTED_INPUT:
-            assert r["model_input_size"] == EXPECTED_INPUT[family][i]
-        else:
-            assert len(r["model_input_size"]) == 2
+        assert r["model_input_size"] == EXPECTED_INPUT[family][i]
 
     # left padding: a sample generates the same tokens alone as inside a padded batch (greedy)
     single = tmp_path / "single.jsonl"
@@ -128,6 +134,27 @@ def test_tiny_checkpoint_through_worker(family, checkpoints, images, tmp_path):
         assert one[sid]["raw_text"] == got[sid]["raw_text"]
         assert one[sid]["prompt_tokens"] == got[sid]["prompt_tokens"]
         assert one[sid]["model_input_size"] == got[sid]["model_input_size"]
+
+
+def test_molmo2_input_size_is_the_canvas_the_processor_tiled(checkpoints):
+    """The recorded Molmo2 model-input size agrees with what the saved processor really did: its
+    ``image_grids`` row is [low-res rows, low-res cols, high-res rows, high-res cols] in 2x2-pooled
+    patches, and ``image_num_crops`` is tiles + 1 (the low-res view)."""
+    _needs("molmo2")
+    ckpt = checkpoints("molmo2")
+    backend = importlib.import_module("pointfail.backends.molmo2").load(str(ckpt), "cpu")
+    imgs = [Image.new("RGB", wh, (10, 20, 30)) for wh in SIZES]
+    inputs = backend.processor.image_processor(images=imgs, return_tensors="pt")
+    # low-res view: 56 px -> 4 patches -> ceil(4 / 2) = 2 pooled rows and cols.
+    # canvas [84, 56] (W, H): 56/14 = 4 rows -> 2 pooled, 84/14 = 6 cols -> 3 pooled; 1x2 tiles + 1 = 3 crops.
+    # canvas [56, 84]: 6 rows -> 3, 4 cols -> 2; 2x1 tiles + 1 = 3 crops.
+    assert inputs["image_grids"].tolist() == [[2, 2, 2, 3], [2, 2, 3, 2], [2, 2, 2, 3]]
+    assert inputs["image_num_crops"].tolist() == [3, 3, 3]
+    for i, img in enumerate(imgs):
+        w, h = backend._input_size(backend.processor, inputs, i, img)
+        grid = inputs["image_grids"][i].tolist()
+        assert [w, h] == EXPECTED_INPUT["molmo2"][i]
+        assert grid[2:] == [-(-(h // 14) // 2), -(-(w // 14) // 2)]
 
 
 @pytest.mark.slow

@@ -3,8 +3,10 @@
 
 Molmo2 answers points as ``<points coords="IMG ID X Y ...">`` on a 0-1000 grid of the original image
 (the molmo2 family's frame), so the model-input size is recorded for diagnostics only: the size of
-the overlapping-crop canvas the Molmo2 image processor resized the image to, from its
-``image_grids`` output when present.
+the overlapping-crop canvas the Molmo2 image processor resized the image to, computed with the
+processor module's own ``compute_crop_geometry`` (``tests/test_tiny_models.py`` checks it against the
+processor's ``image_grids`` output on a tiny checkpoint). transformers 5.x has only a torchvision
+Molmo2 image processor, so this family needs torchvision installed.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ Qwen3-VL (``Qwen3VLForConditionalGeneration``), InternVL3 hf-format (``InternVLF
 Molmo2 (``Molmo2ForConditionalGeneration``). Molmo v1 has no native class (remote code only), so it
 has no tiny builder. Molmo2's image processor exists only as a torchvision processor in transformers
 5.x, so :func:`build_molmo2` needs torchvision (the other builders run without it, through the
-image-only processors of :func:`pointfail.backends.hf.processor_class`).
+image-only processors of :func:`pointfail.backends.hf.processor_class`). With torchvision installed,
+every builder also saves the family's video processor (transformers' processors require one then, and
+``AutoProcessor`` loads it back), so the same checkpoints load on both paths.
 
 Weights are random (seeded): the generated text is gibberish, which is what the worker's tests need
 (real generation, token counting, model-input size), not what a scorer would count as an answer.
@@ -84,6 +86,24 @@ def _processor(cls_name: str, **parts: Any):
     return processor_class(cls_name)(**parts)
 
 
+def _video_processor(cls_name: str, **kwargs: Any) -> dict[str, Any]:
+    """``{"video_processor": transformers.<cls_name>(**kwargs)}`` when torchvision is installed, else ``{}``.
+
+    With torchvision, transformers 5.x's VLM processors require a video processor argument (its
+    ``ProcessorMixin`` checks every attribute's class) and ``AutoProcessor`` loads one back; without
+    it, :func:`pointfail.backends.hf.processor_class` gives the image-only subclass, which takes none.
+    The kwargs mirror the image processor's geometry so the saved checkpoint is self-consistent; the
+    worker never sends videos.
+    """
+    from pointfail.backends.hf import torchvision_available
+
+    if not torchvision_available():
+        return {}
+    import transformers
+
+    return {"video_processor": getattr(transformers, cls_name)(**kwargs)}
+
+
 def _save(model, processor, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
@@ -139,7 +159,10 @@ def _qwen(out: Path, *, version: str, seed: int) -> Path:
                                  merge_size=2, temporal_patch_size=2)
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.eos_token_id = ids["<|im_end|>"]
-    proc = _processor(proc_name, image_processor=ip, tokenizer=tok, chat_template=_QWEN_TEMPLATE)
+    vp = _video_processor("Qwen2VLVideoProcessor" if version == "2.5" else "Qwen3VLVideoProcessor",
+                          min_pixels=factor * factor * 4, max_pixels=factor * factor * 16, patch_size=patch,
+                          merge_size=2, temporal_patch_size=2)
+    proc = _processor(proc_name, image_processor=ip, tokenizer=tok, chat_template=_QWEN_TEMPLATE, **vp)
     return _save(model, proc, out)
 
 
@@ -189,8 +212,9 @@ def build_internvl(out: str | Path, seed: int = 0) -> Path:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     ip = T.GotOcr2ImageProcessor(size={"height": tile, "width": tile}, crop_to_patches=True, min_patches=1,
                                  max_patches=4)
+    vp = _video_processor("InternVLVideoProcessor", size={"height": tile, "width": tile})
     proc = _processor("InternVLProcessor", image_processor=ip, tokenizer=tok, image_seq_length=4,
-                      chat_template=_INTERNVL_TEMPLATE)
+                      chat_template=_INTERNVL_TEMPLATE, **vp)
     return _save(model, proc, out)
 
 
@@ -240,7 +264,9 @@ def build_molmo2(out: str | Path, seed: int = 0) -> Path:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     ip = T.Molmo2ImageProcessor(size={"height": crop, "width": crop}, max_crops=2, overlap_margins=[1, 1],
                                 patch_size=14, pooling_size=[2, 2])
-    proc = _processor("Molmo2Processor", image_processor=ip, tokenizer=tok, chat_template=_MOLMO2_TEMPLATE)
+    vp = _video_processor("Molmo2VideoProcessor", size={"height": crop, "width": crop}, patch_size=14,
+                          pooling_size=[2, 2])
+    proc = _processor("Molmo2Processor", image_processor=ip, tokenizer=tok, chat_template=_MOLMO2_TEMPLATE, **vp)
     return _save(model, proc, out)
 
 
