@@ -134,6 +134,12 @@ def compare_tables(regenerated: Path, committed: Path) -> list[str]:
     return out
 
 
+def _shown(path: Path, repo: Path) -> str:
+    """``path`` relative to the checkout when inside it (for messages), else as given."""
+    p = Path(path).resolve()
+    return str(p.relative_to(repo)) if p.is_relative_to(repo) else str(path)
+
+
 def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publish: bool = False,
                 log: Callable[[str], None] = print) -> list[str]:
     """Render every generated benchmark of ``study`` with ``image`` (the pinned suites image) into
@@ -206,7 +212,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
-    committed = study.path.parent
+    committed = study.path.parent.resolve()
     work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name
@@ -304,7 +310,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         if diffs:
             problems.append("tables differ from the committed ones:\n" + "\n".join(diffs))
         else:
-            log(f"[reproduce] every table matches {(committed / 'tables').relative_to(repo)} byte for byte")
+            log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
 
     timed("compare with committed tables", compare)
     rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
