@@ -27,7 +27,7 @@ install:
 	$(PYTHON) -m pip install -q -e . -e runner
 
 install-dev:
-	$(PYTHON) -m pip install -q torch==2.13.0
+	$(PYTHON) -m pip install -q torch==2.14.1 torchvision==0.29.1
 	$(PYTHON) -m pip install -q -r requirements-dev.txt -e . -e runner
 
 prereqs: install
