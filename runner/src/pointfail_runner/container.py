@@ -105,6 +105,17 @@ def prepare_job_dir(job_dir: Path) -> None:
             os.chown(p, CONTAINER_UID, CONTAINER_UID)
 
 
+def hardened_kwargs(*, mem_limit: str, pids_limit: int = 512, tmpfs: Optional[dict] = None) -> dict:
+    """The confinement every pointfail container runs under, model jobs and tool jobs alike: the
+    non-root container user, no network, read-only root filesystem with a tmpfs ``/tmp`` (plus any
+    ``tmpfs`` given), all capabilities dropped, no-new-privileges, a memory limit with no swap beyond
+    it, a process limit, working directory ``/tmp``, detached."""
+    mounts = {"/tmp": "rw,nosuid,nodev,size=2g,mode=1777", **(tmpfs or {})}
+    return dict(user=container_user(), network_mode="none", read_only=True, tmpfs=mounts, cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit,
+                pids_limit=pids_limit, working_dir="/tmp", detach=True)
+
+
 def container_kwargs(*, family: str, job_dir: Path, weights_dir: Path, data_dirs: Iterable[Path] = (),
                      batch_size: int = 1, mem_limit: str = "8g", gpu: bool = False,
                      extra_args: Iterable[str] = ()) -> dict:
@@ -120,10 +131,8 @@ def container_kwargs(*, family: str, job_dir: Path, weights_dir: Path, data_dirs
                "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
                "--device", "cuda" if gpu else "cpu", *extra_args]
     kwargs = dict(
-        command=command, user=container_user(), network_mode="none", read_only=True,
-        tmpfs={"/tmp": "rw,nosuid,nodev,size=2g,mode=1777"}, cap_drop=["ALL"],
-        security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit, pids_limit=512,
-        volumes=volumes, working_dir="/tmp", detach=True,
+        **hardened_kwargs(mem_limit=mem_limit),
+        command=command, volumes=volumes,
         environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf",
                      "XDG_CACHE_HOME": "/tmp/cache", "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
         labels={"org.pointfail.job": str(Path(job_dir).resolve()), "org.pointfail.family": family},

@@ -53,18 +53,17 @@ def run_tool(client, image: str, command: list[str], rw_dir: Path, *, wall_clock
     Raises:
         ReproduceError: non-zero exit or the wall clock ran out (with the last log lines).
     """
-    from .container import CONTAINER_UID, container_user
+    from .container import CONTAINER_UID, hardened_kwargs
 
     rw_dir = Path(rw_dir).resolve()
     rw_dir.mkdir(parents=True, exist_ok=True)
     if os.getuid() == 0:
         os.chown(rw_dir, CONTAINER_UID, CONTAINER_UID)
     container = client.containers.create(
-        image, command=command, user=container_user(), network_mode="none", read_only=True,
-        tmpfs={"/tmp": "rw,nosuid,nodev,size=2g,mode=1777", "/dev/shm": "rw,nosuid,nodev,size=512m"},
-        cap_drop=["ALL"], security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit,
-        pids_limit=1024, volumes={str(rw_dir): {"bind": SUITE_MOUNT, "mode": "rw"}}, working_dir="/tmp",
-        environment={"HOME": "/tmp", "PYTHONUNBUFFERED": "1", "XDG_CACHE_HOME": "/tmp/cache"}, detach=True,
+        image, command=command,
+        **hardened_kwargs(mem_limit=mem_limit, pids_limit=1024, tmpfs={"/dev/shm": "rw,nosuid,nodev,size=512m"}),
+        volumes={str(rw_dir): {"bind": SUITE_MOUNT, "mode": "rw"}},
+        environment={"HOME": "/tmp", "PYTHONUNBUFFERED": "1", "XDG_CACHE_HOME": "/tmp/cache"},
     )
     t0 = time.monotonic()
     try:
