@@ -207,6 +207,17 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
     return BuiltImage(name, variant, tag, img.id, secs, True)
 
 
+def ensure_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhouse: Optional[Path] = None,
+                 base_lock: Optional[Path] = None, log: Callable[[str], None] = print) -> "BuiltImage":
+    """:func:`build_image`, first filling the host wheelhouse from the image's lock file when its
+    wheels are not there yet (``LockError``), as on a fresh machine. Raises what those raise."""
+    try:
+        return build_image(client, repo, name, variant=variant, wheelhouse=wheelhouse, base_lock=base_lock, log=log)
+    except locks.LockError:
+        locks.download_wheels(Path(repo) / "images" / name, Path(wheelhouse or Path(repo) / "wheelhouse"), variant)
+        return build_image(client, repo, name, variant=variant, wheelhouse=wheelhouse, base_lock=base_lock, log=log)
+
+
 def prune_old_tags(client, name: str, variant: str, keep: str, log: Callable[[str], None] = print) -> list[str]:
     """Remove the other content-keyed tags ``pointfail/<name>:<variant>-*`` (older builds), so a
     machine that rebuilds after every source change does not keep every image. Layers still used by

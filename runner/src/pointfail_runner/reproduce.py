@@ -172,7 +172,6 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     ``data/<study>/`` and check them against the committed manifests. Returns 0 when all match."""
     from . import base as bmod
     from . import images as imod
-    from . import locks
     from .engine import ensure_engine
     from .study import load_study
 
@@ -180,11 +179,7 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     study = load_study(study_file)
     client = ensure_engine()
     bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log)
-    try:
-        built = imod.build_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
-    except locks.LockError:
-        locks.download_wheels(repo / "images" / SUITES_IMAGE, repo / "wheelhouse", variant)
-        built = imod.build_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
+    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
     problems = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
     for p in problems:
         log(p)
@@ -205,7 +200,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
 
     from . import base as bmod
     from . import images as imod
-    from . import locks, prereqs
+    from . import prereqs
     from .engine import ensure_engine
     from .study import load_study, run_study
 
@@ -262,11 +257,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         names = sorted({m["image"] for m in study.models} | ({SUITES_IMAGE} if generated else set()))
         built = {}
         for name in names:
-            try:
-                built[name] = imod.build_image(client, repo, name, variant=variant, log=log)
-            except locks.LockError:
-                locks.download_wheels(repo / "images" / name, repo / "wheelhouse", variant)
-                built[name] = imod.build_image(client, repo, name, variant=variant, log=log)
+            built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log)
         return built
 
     built = timed("images", build_all)

@@ -198,13 +198,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                         for b in sel_benchmarks}
     for m in sel_models:
         fam = get_family(m["family"])
-        try:
-            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
-                                     base_lock=base_lock, log=log)
-        except locks.LockError:
-            locks.download_wheels(repo / "images" / m["image"], Path(wheelhouse or repo / "wheelhouse"), variant)
-            built = imod.build_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
-                                     base_lock=base_lock, log=log)
+        built = imod.ensure_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
+                                  base_lock=base_lock, log=log)
         prov = _provenance(repo, m["image"], variant, built.id, m)
         out[m["name"]] = {}
         for b in sel_benchmarks:
