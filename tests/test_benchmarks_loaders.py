@@ -410,7 +410,7 @@ def test_suite_layout(tmp_path):
 def test_suite_manifest_mismatch_and_missing_scene_graph(tmp_path):
     root = builders.suite(tmp_path / "s", n=2)
     builders.png(root / "data" / "test" / "0001.png", size=(64, 48), color=(0, 0, 0))
-    with pytest.raises(BenchmarkError, match=r"0001.png sha256 differs from the manifest"):
+    with pytest.raises(BenchmarkError, match=r"0001.png content differs from the manifest"):
         load("suite", root)
     root2 = builders.suite(tmp_path / "s2", n=1)
     (root2 / "manifest.json").unlink()

@@ -18,23 +18,44 @@ def test_generator_command_for_each_suite_kind():
         {"name": "web", "generator": "web", "n": 5, "seed": 1, "pages": "debian-docs"})[-2:] == ["--pages", "debian-docs"]
 
 
-def _manifest(path, files, versions):
-    path.write_text(json.dumps({"files": files, "versions": versions}))
+def _manifest(path, files, environment):
+    path.write_text(json.dumps({"schema": "pointfail.suite_manifest/2", "suite": "web", "files": files,
+                                "environment": environment}))
     return path
 
 
-def test_compare_manifest_names_files_then_environment(tmp_path):
-    a = _manifest(tmp_path / "a.json", {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32},
-                  {"pillow": "13.0.0", "browser": "156"})
-    same = _manifest(tmp_path / "b.json", {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32},
-                     {"pillow": "13.0.0", "browser": "156"})
-    assert reproduce.compare_manifest(same, a) == []
-    other = _manifest(tmp_path / "c.json", {"data/test/0000.png": "cc" * 32, "data/test/metadata.jsonl": "bb" * 32},
-                      {"pillow": "13.0.0", "browser": "157"})
-    diffs = reproduce.compare_manifest(other, a)
-    assert diffs[0] == f"data/test/0000.png: committed {'aa' * 6}, regenerated {'cc' * 6}"
-    assert diffs[1] == "environment browser: committed '156', here '157'"
-    assert len(diffs) == 2
+def test_compare_manifest_separates_content_from_drift_and_sets_the_exit_code(tmp_path, capsys):
+    files = {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32}
+    a = _manifest(tmp_path / "a.json", files, {"pillow": "13.0.0", "browser": "156"})
+    same = _manifest(tmp_path / "b.json", files, {"pillow": "13.0.0", "browser": "156"})
+    cmp = reproduce.compare_manifest(same, a)
+    assert cmp.content_matches and cmp.environment == []
+    assert reproduce.summarize("s", [reproduce.SuiteCheck("web", a, cmp)], [], tmp_path) == reproduce.EXIT_OK
+
+    # a newer browser that renders the same pixels: drift, printed, exit 0
+    newer = _manifest(tmp_path / "c.json", files, {"pillow": "13.0.0", "browser": "157"})
+    cmp = reproduce.compare_manifest(newer, a)
+    assert cmp.content_matches
+    capsys.readouterr()
+    rc = reproduce.summarize("s", [reproduce.SuiteCheck("web", a, cmp)], [], tmp_path)
+    out = capsys.readouterr().out
+    assert rc == reproduce.EXIT_OK
+    assert "suite web: browser: '156' -> '157'" in out and "OK: study s reproduced (with environment drift" in out
+
+    # one changed image: named with the version change, tables still compared; exit 3, or 4 with a table diff
+    changed = _manifest(tmp_path / "d.json", dict(files, **{"data/test/0000.png": "cc" * 32}),
+                        {"pillow": "13.0.0", "browser": "157"})
+    cmp = reproduce.compare_manifest(changed, a)
+    assert cmp.content == [f"data/test/0000.png: committed {'aa' * 6}, regenerated {'cc' * 6}"]
+    checks = [reproduce.SuiteCheck("web", a, cmp)]
+    rc = reproduce.summarize("s", checks, [], tmp_path)
+    out = capsys.readouterr().out
+    assert rc == reproduce.EXIT_CONTENT_DRIFT == 3
+    assert "CONTENT DRIFT" in out and "data/test/0000.png: committed" in out and "browser: '156' -> '157'" in out
+    assert "suite content drifted; every table still matches" in out
+    rc = reproduce.summarize("s", checks, ["--- committed/headline.md"], tmp_path)
+    assert rc == reproduce.EXIT_TABLES_DIFFER == 4
+    assert "tables differ (suite content drifted too" in capsys.readouterr().out
 
 
 def test_compare_tables_gives_a_unified_diff_per_differing_table(tmp_path):

@@ -160,8 +160,9 @@ def test_generate_suite_layout_retries_and_verify(tmp_path):
     assert sorted(m1["files"]) == sorted(
         [f"data/test/{i:04d}.png" for i in range(5)] + [f"data/test/scene_graphs/{i:04d}.json" for i in range(5)]
         + ["data/test/metadata.jsonl"])
-    assert m1["versions"]["fonts"]["dejavu-sans"]["package"] == "fonts-dejavu-core"
-    assert len(m1["versions"]["fonts"]["dejavu-sans"]["sha256"]) == 64
+    assert m1["schema"] == "pointfail.suite_manifest/2"
+    assert m1["environment"]["fonts"]["dejavu-sans"]["package"] == "fonts-dejavu-core"
+    assert len(m1["environment"]["fonts"]["dejavu-sans"]["sha256"]) == 64
     rows = [json.loads(line) for line in (tmp_path / "a/data/test/metadata.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [f"tny_{i:04d}" for i in range(5)]
     sg = json.loads((tmp_path / "a/data/test/scene_graphs/0002.json").read_text())
@@ -196,9 +197,9 @@ def test_verify_explains_font_and_pillow_differences(tmp_path):
     generate_suite(out_dir=tmp_path / "s", **kw)
     mpath = tmp_path / "s/manifest.json"
     m = json.loads(mpath.read_text())
-    m["versions"]["fonts"]["dejavu-sans"]["sha256"] = "0" * 64
-    m["versions"]["fonts"]["dejavu-sans"]["package_version"] = "2.30-1"
-    m["versions"]["pillow"] = "9.0.0"
+    m["environment"]["fonts"]["dejavu-sans"]["sha256"] = "0" * 64
+    m["environment"]["fonts"]["dejavu-sans"]["package_version"] = "2.30-1"
+    m["environment"]["pillow"] = "9.0.0"
     m["files"]["data/test/0000.png"] = "f" * 64
     mpath.write_text(json.dumps(m))
     res = verify_manifest(tmp_path / "s")
@@ -332,3 +333,67 @@ def test_verify_regenerate_passes_the_recorded_generator_args(tmp_path, monkeypa
     res = verify_manifest(tmp_path / "s", regenerate=True)
     assert calls[-1] == (1, 1, 1)
     assert res.mismatched == ["data/test/0000.png", "data/test/metadata.jsonl", "data/test/scene_graphs/0000.json"]
+
+
+def test_content_sha256_hashes_pixels_not_png_encoding(tmp_path):
+    import hashlib
+    import io
+
+    from pointfail.suites.common import content_sha256, file_content_sha256
+
+    im = Image.new("RGB", (4, 2), (10, 20, 30))
+    im.putpixel((3, 1), (200, 0, 0))
+
+    def encoded(image, level):
+        buf = io.BytesIO()
+        image.save(buf, format="PNG", compress_level=level)
+        return buf.getvalue()
+
+    fast, small = encoded(im, 1), encoded(im, 9)
+    assert fast != small  # other encoder settings, other bytes ...
+    assert content_sha256("a.png", fast) == content_sha256("a.png", small)  # ... same pixels, same digest
+    # the digest is sha256 over the domain tag, "WxH" and the RGB bytes, as documented
+    want = hashlib.sha256(b"pointfail.pixels/1\0" + b"4x2\0" + im.tobytes()).hexdigest()
+    assert content_sha256("a.png", fast) == want
+    # an RGBA encoding of the same opaque pixels decodes to the same RGB bytes
+    assert content_sha256("a.png", encoded(im.convert("RGBA"), 6)) == want
+    one_pixel = im.copy()
+    one_pixel.putpixel((0, 0), (10, 20, 31))
+    assert content_sha256("a.png", encoded(one_pixel, 6)) != want
+    # a different size with the same bytes is different content
+    assert content_sha256("a.png", encoded(Image.frombytes("RGB", (2, 4), im.tobytes()), 6)) != want
+    # other files hash their bytes
+    assert content_sha256("metadata.jsonl", b'{"id":1}\n') == hashlib.sha256(b'{"id":1}\n').hexdigest()
+    with pytest.raises(SuiteError, match="not a decodable PNG"):
+        content_sha256("x.png", b"not a png")
+    (tmp_path / "x.png").write_bytes(b"not a png")
+    assert file_content_sha256(tmp_path / "x.png") is None
+
+
+def test_compare_manifests_separates_content_from_environment():
+    from pointfail.suites.common import compare_manifests
+
+    base = {"schema": "pointfail.suite_manifest/2", "suite": "web", "generator": "pointfail.suites.web", "seed": 1,
+            "n": 2, "files": {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32},
+            "environment": {"browser": "156.0.8078.108", "fonts": {"dejavu-sans": {"package_version": "2.37-6"}}}}
+    same = json.loads(json.dumps(base))
+    assert compare_manifests(base, same).content_matches and compare_manifests(base, same).environment == []
+    # a newer browser and font package with identical pixels: drift, not a content difference
+    drift = json.loads(json.dumps(base))
+    drift["environment"]["browser"] = "156.0.8078.114"
+    drift["environment"]["fonts"]["dejavu-sans"]["package_version"] = "2.37-7"
+    c = compare_manifests(base, drift)
+    assert c.content_matches
+    assert c.drift_lines() == ["browser: '156.0.8078.108' -> '156.0.8078.114'",
+                               "fonts.dejavu-sans.package_version: '2.37-6' -> '2.37-7'"]
+    # one changed image, one extra file and another seed are content differences, named one by one
+    changed = json.loads(json.dumps(drift))
+    changed["files"]["data/test/0000.png"] = "cc" * 32
+    changed["files"]["data/test/0001.png"] = "dd" * 32
+    changed["seed"] = 2
+    c = compare_manifests(base, changed)
+    assert not c.content_matches
+    assert c.content == ["setting seed: committed 1, regenerated 2",
+                         f"data/test/0000.png: committed {'aa' * 6}, regenerated {'cc' * 6}",
+                         "data/test/0001.png: regenerated, not in the committed manifest"]
+    assert len(c.environment) == 2

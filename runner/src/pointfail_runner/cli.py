@@ -11,7 +11,9 @@ Commands::
     pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
     pointfail-runner reproduce --study FILE [--publish]   # every stage, timed; compare with committed
 
-Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad arguments.
+Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad arguments; ``reproduce``
+and ``data`` also 3 (a generated suite's content differs from its committed manifest, every table
+matched) and 4 (a table differs from the committed one).
 """
 
 from __future__ import annotations

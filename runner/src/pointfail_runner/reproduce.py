@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -97,23 +98,51 @@ def generator_command(bench: dict) -> list[str]:
     return cmd
 
 
-def compare_manifest(generated: Path, committed: Path) -> list[str]:
-    """Differences between a freshly generated suite's manifest and the committed one: every file
-    whose sha256 differs or that is missing on either side, then the environment versions (fonts,
-    Pillow, FreeType, zlib, browser, documentation packages) that differ. Empty when identical."""
-    a = json.loads(committed.read_text(encoding="utf-8"))
-    b = json.loads(generated.read_text(encoding="utf-8"))
-    out = []
-    fa, fb = a.get("files", {}), b.get("files", {})
-    for rel in sorted(set(fa) | set(fb)):
-        if fa.get(rel) != fb.get(rel):
-            out.append(f"{rel}: committed {str(fa.get(rel))[:12]}, regenerated {str(fb.get(rel))[:12]}")
-    if out:
-        va, vb = a.get("versions", {}), b.get("versions", {})
-        for k in sorted(set(va) | set(vb)):
-            if va.get(k) != vb.get(k):
-                out.append(f"environment {k}: committed {va.get(k)!r}, here {vb.get(k)!r}")
-    return out
+EXIT_OK = 0
+"""Tables and suite content reproduced (environment drift, if any, is printed)."""
+EXIT_CONTENT_DRIFT = 3
+"""Every table matched, but a regenerated suite's content (pixels, targets, instructions, scene
+graphs) differs from its committed manifest."""
+EXIT_TABLES_DIFFER = 4
+"""At least one regenerated table differs from the committed one (whatever the suites did)."""
+
+
+@dataclass
+class SuiteCheck:
+    """One generated suite compared with its committed manifest: ``name``, the committed manifest's
+    path and the :class:`pointfail.suites.common.ManifestComparison` (``None`` when the manifest was
+    written rather than compared, as with ``--publish``)."""
+
+    name: str
+    committed: Path
+    comparison: Optional[object]
+
+
+def compare_manifest(generated: Path, committed: Path):
+    """:func:`pointfail.suites.common.compare_manifests` of two manifest files (committed first)."""
+    from pointfail.suites.common import compare_manifests
+
+    return compare_manifests(json.loads(committed.read_text(encoding="utf-8")),
+                             json.loads(generated.read_text(encoding="utf-8")))
+
+
+def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], list[str]]:
+    """``(drift, content)``: readable lines for the reproduce summary. ``drift`` names every
+    environment difference of suites whose content matched; ``content`` names, per differing suite,
+    the files that differ and the environment changes that may explain them."""
+    drift, content = [], []
+    for c in checks:
+        cmp = c.comparison
+        if cmp is None:
+            continue
+        if cmp.content_matches:
+            drift += [f"suite {c.name}: {line}" for line in cmp.drift_lines()]
+            continue
+        shown = cmp.content[:30] + ([f"... and {len(cmp.content) - 30} more"] if len(cmp.content) > 30 else [])
+        env = cmp.drift_lines() or ["(no recorded environment version differs)"]
+        content.append(f"suite {c.name} differs from {_shown(c.committed, repo)}:\n  " + "\n  ".join(shown)
+                       + "\n  environment changes that may explain it:\n    " + "\n    ".join(env))
+    return drift, content
 
 
 def compare_tables(regenerated: Path, committed: Path) -> list[str]:
@@ -140,12 +169,12 @@ def _shown(path: Path, repo: Path) -> str:
 
 
 def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publish: bool = False,
-                log: Callable[[str], None] = print) -> list[str]:
+                log: Callable[[str], None] = print) -> list[SuiteCheck]:
     """Render every generated benchmark of ``study`` with ``image`` (the pinned suites image) into
-    ``data_root/<benchmark>`` and check each against ``records/<study>/suites/<name>.manifest.json``.
-    A missing committed manifest (or ``publish``) is written instead. Returns the mismatches, each a
-    readable paragraph naming the differing files and the environment versions that explain them."""
-    problems = []
+    ``data_root/<benchmark>`` and compare each with ``records/<study>/suites/<name>.manifest.json``
+    (content and environment apart, :func:`compare_manifest`). A missing committed manifest (or
+    ``publish``) is written instead. Returns one :class:`SuiteCheck` per suite."""
+    checks: list[SuiteCheck] = []
     committed = study.path.parent
     for b in [b for b in study.benchmarks if b.get("generator")]:
         dest = data_root / b["name"]
@@ -158,13 +187,17 @@ def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publi
             committed_manifest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(manifest, committed_manifest)
             log(f"[data] wrote {committed_manifest}")
+            checks.append(SuiteCheck(b["name"], committed_manifest, None))
             continue
-        diffs = compare_manifest(manifest, committed_manifest)
-        if diffs:
-            problems.append(f"suite {b['name']} differs from {committed_manifest}:\n  " + "\n  ".join(diffs[:30]))
+        cmp = compare_manifest(manifest, committed_manifest)
+        checks.append(SuiteCheck(b["name"], committed_manifest, cmp))
+        if cmp.content_matches:
+            log(f"[data] suite {b['name']}: content matches {_shown(committed_manifest, repo)}"
+                + (f" ({len(cmp.environment)} environment version(s) differ)" if cmp.environment else ""))
         else:
-            log(f"[data] suite {b['name']}: every file matches {committed_manifest}")
-    return problems
+            log(f"[data] suite {b['name']}: {len(cmp.content)} content difference(s) from "
+                f"{_shown(committed_manifest, repo)}")
+    return checks
 
 
 def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[str], None] = print) -> int:
@@ -180,17 +213,22 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     client = ensure_engine()
     bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log)
     built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
-    problems = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
-    for p in problems:
+    checks = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
+    drift, content = suite_report(checks, repo)
+    for line in drift:
+        log(f"[data] drift: {line}")
+    for p in content:
         log(p)
-    return 1 if problems else 0
+    return EXIT_CONTENT_DRIFT if content else EXIT_OK
 
 
 def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: str = "cpu",
               out_root: Optional[Path] = None, install: bool = True, log: Callable[[str], None] = print) -> int:
     """Run every stage for ``study_file`` and print a table of stage wall times.
 
-    Returns 0 when the regenerated tables (and suites) match the committed ones, 1 otherwise.
+    Returns :data:`EXIT_OK` when the regenerated tables and suite contents match the committed ones
+    (environment drift is reported, not failed), :data:`EXIT_CONTENT_DRIFT` when a suite's content
+    differs but every table matches, :data:`EXIT_TABLES_DIFFER` when a table differs.
 
     Raises:
         ReproduceError / StudyError / PrereqError / EngineError: a stage could not run (message says
@@ -262,10 +300,10 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
 
     built = timed("images", build_all)
 
-    problems: list[str] = []
+    checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
-          lambda: problems.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
-                                              data_root, publish=publish, log=log)))
+          lambda: checks.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
+                                            data_root, publish=publish, log=log)))
 
 
     def runs():
@@ -293,21 +331,42 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     timed("judge", judge)
     timed("aggregate", lambda: _pointfail("aggregate", str(records), log=log))
 
+    table_diffs: list[str] = []
+
     def compare():
         if publish:
             return
-        diffs = compare_tables(records / "tables", committed / "tables")
-        if diffs:
-            problems.append("tables differ from the committed ones:\n" + "\n".join(diffs))
-        else:
+        table_diffs.extend(compare_tables(records / "tables", committed / "tables"))
+        if not table_diffs:
             log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
 
     timed("compare with committed tables", compare)
     rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
     rows.append(("total", f"{time.monotonic() - t_start:.1f}"))
     log(tabulate(rows, headers=["stage", "seconds"], tablefmt="github"))
-    if problems:
-        log("[reproduce] MISMATCH\n" + "\n".join(problems))
-        return 1
-    log(f"[reproduce] OK: study {study.name} reproduced" + (" and published" if publish else ""))
-    return 0
+    return summarize(study.name, checks, table_diffs, repo, publish=publish, log=log)
+
+
+def summarize(study_name: str, checks: list[SuiteCheck], table_diffs: list[str], repo: Path, *,
+              publish: bool = False, log: Callable[[str], None] = print) -> int:
+    """Print the end of the reproduce summary (environment drift, content drift, table diffs, the
+    verdict) and return the exit code: :data:`EXIT_OK`, :data:`EXIT_CONTENT_DRIFT` or
+    :data:`EXIT_TABLES_DIFFER`."""
+    drift, content = suite_report(checks, repo)
+    if drift:
+        log("[reproduce] environment drift (versions differ, content identical):\n  " + "\n  ".join(drift))
+    if content:
+        log("[reproduce] CONTENT DRIFT: regenerated suite content differs from the committed manifests\n"
+            + "\n".join(content))
+    if table_diffs:
+        log("[reproduce] TABLES DIFFER from the committed ones:\n" + "\n".join(table_diffs))
+        log(f"[reproduce] FAILED: study {study_name}: tables differ"
+            + (" (suite content drifted too, see above)" if content else ""))
+        return EXIT_TABLES_DIFFER
+    if content:
+        log(f"[reproduce] FAILED: study {study_name}: suite content drifted; every table still matches byte for "
+            "byte, so the drift changed no number")
+        return EXIT_CONTENT_DRIFT
+    log(f"[reproduce] OK: study {study_name} reproduced" + (" and published" if publish else "")
+        + (" (with environment drift, listed above)" if drift else ""))
+    return EXIT_OK

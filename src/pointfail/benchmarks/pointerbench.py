@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pointfail.records import ImageRef, Sample, Target, sha256_file
+from pointfail.records import ImageRef, Sample, Target
 
 from ._common import BenchmarkError, Problems, boxes_sha256, check_box, image_ref, read_json, read_jsonl, row_problem
 
@@ -157,7 +157,8 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
     graphs (``docs/architecture.md``, "Generated suites").
 
     The benchmark name is the manifest's ``suite`` (else the directory name). Every file listed in
-    ``manifest.json`` is checked against its sha256.
+    ``manifest.json`` is checked against its content digest
+    (:func:`pointfail.suites.common.content_sha256`: decoded pixels for PNGs, bytes otherwise).
 
     Returns:
         Samples as for PointerBench, with ``metadata["target_id"]`` and ``scene_graph_path`` set.
@@ -166,6 +167,8 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
         BenchmarkError: a missing image or scene graph, a manifest sha256 mismatch or missing listed
             file, or any PointerBench row problem.
     """
+    from pointfail.suites.common import file_content_sha256
+
     root = Path(data_dir)
     manifest_path = root / "manifest.json"
     name = root.name
@@ -178,8 +181,8 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
             p = root / rel
             if not p.is_file():
                 problems.add(f"{manifest_path}: listed file {p} is missing", p)
-            elif sha256_file(p) != want:
-                problems.add(f"{manifest_path}: {p} sha256 differs from the manifest", p)
+            elif file_content_sha256(p) != want:
+                problems.add(f"{manifest_path}: {p} content differs from the manifest", p)
         problems.raise_if_any()
     out = _load_rows(subset_dir(root, name), name, images_required=True, suite=True)
     return out[:limit] if limit is not None else out

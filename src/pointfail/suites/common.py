@@ -16,14 +16,23 @@ columns 10..14 has ``x0 = 10, x1 = 15``. A point is inside a box when ``x0 <= x 
 Determinism: a sample's random stream is ``random.Random(f"{suite}:{seed}:{index}:{attempt}")``
 (string seeds are hashed with SHA-512 by :mod:`random`, independent of ``PYTHONHASHSEED``); PNGs are
 written by Pillow with a fixed zlib level and no ancillary chunks (no time, text or gamma chunks);
-JSON is :func:`pointfail.records.canonical_json`. Byte identity across machines additionally needs
-the same font files, FreeType, zlib and Pillow; all are recorded in the manifest and
-:func:`verify_manifest` names the ones that differ when hashes do not match.
+JSON is :func:`pointfail.records.canonical_json`. Identical pixels across machines additionally
+need the same font files, FreeType and Pillow; they are recorded in the manifest's ``environment``
+section and :func:`verify_manifest` / :func:`compare_manifests` name the ones that differ.
+
+Manifest (``DIR/manifest.json``, schema :data:`MANIFEST_SCHEMA`): the generation settings (suite,
+generator, generator_version, seed, n, image_size, and generator-specific ones such as the web
+suite's pages), ``files`` (relative path -> :func:`content_sha256`: the decoded pixels of a PNG, the
+bytes of every other file) and ``environment`` (versions of what renders: Pillow, FreeType, zlib,
+Python, font files with their Debian packages, and for the web suite the browser and documentation
+packages). Content is compared as content; the environment is reported as drift and is never written
+into per-sample files (rows, scene graphs).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -146,8 +155,8 @@ def package_version(package: str) -> str | None:
 
 
 def environment_versions(font_names: Iterable[str]) -> dict[str, Any]:
-    """Everything that can change rendered bytes: Pillow, FreeType, zlib and libraqm versions, the
-    Python version, and per font its file name, sha256 and Debian package with version."""
+    """The manifest's ``environment`` section for suites drawn with Pillow: Pillow, FreeType and zlib
+    versions, the Python version, and per font its file name, sha256 and Debian package with version."""
     import PIL
     from PIL import features
 
@@ -421,7 +430,8 @@ class SuiteWriter:
 
     Layout (``docs/architecture.md``): ``data/test/<name>.png``, ``data/test/scene_graphs/<stem>.json``
     (canonical JSON), ``data/test/metadata.jsonl`` (rows as canonical JSON lines sorted by ``id``) and
-    ``manifest.json`` (the caller's fields plus ``files``: relative path -> sha256, sorted).
+    ``manifest.json`` (the caller's fields plus ``files``: relative path -> :func:`content_sha256`,
+    sorted).
 
     Raises:
         ``error`` (default :class:`SuiteError`): ``out_dir`` exists and holds something other than a
@@ -451,7 +461,7 @@ class SuiteWriter:
     def add_image(self, name: str, png: bytes, scene_graph: dict[str, Any]) -> None:
         """Write image ``name`` (e.g. ``"0000.png"``) and its scene graph ``scene_graphs/<stem>.json``."""
         (self.test_dir / name).write_bytes(png)
-        self.files[f"data/test/{name}"] = sha256_bytes(png)
+        self.files[f"data/test/{name}"] = content_sha256(name, png)
         sg = _dumps(scene_graph).encode("utf-8")
         rel = f"scene_graphs/{Path(name).stem}.json"
         (self.test_dir / rel).write_bytes(sg)
@@ -472,18 +482,120 @@ class SuiteWriter:
         return manifest
 
 
+MANIFEST_SCHEMA = "pointfail.suite_manifest/2"
+"""Version 2: ``files`` hold :func:`content_sha256` digests (decoded pixels for PNGs) and the rendering
+environment lives in ``environment`` (version 1 hashed PNG bytes and called that section ``versions``)."""
+
+CONTENT_KEYS: tuple[str, ...] = ("schema", "suite", "generator", "generator_version", "seed", "n", "image_size",
+                                 "pages", "offsets")
+"""Manifest settings that define a suite's content: a difference in any of them is a content difference."""
+
+PIXELS_DOMAIN = b"pointfail.pixels/1"
+
+
+def content_sha256(name: str, data: bytes) -> str:
+    """The manifest digest of one suite file: for a ``.png``, sha256 over ``pointfail.pixels/1``,
+    the decoded image's width and height and its RGB pixel bytes (row-major, 3 bytes per pixel), so a
+    PNG re-encoded by another zlib or Pillow with identical pixels keeps its digest while one changed
+    pixel changes it; for every other file, sha256 of its bytes.
+
+    Raises:
+        SuiteError: a ``.png`` that Pillow cannot decode.
+    """
+    if not name.lower().endswith(".png"):
+        return sha256_bytes(data)
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            rgb = im.convert("RGB")
+    except (UnidentifiedImageError, OSError, ValueError) as e:
+        raise SuiteError(f"{name}: not a decodable PNG ({e})") from None
+    h = hashlib.sha256(PIXELS_DOMAIN + b"\0")
+    h.update(f"{rgb.width}x{rgb.height}\0".encode("ascii"))
+    h.update(rgb.tobytes())
+    return h.hexdigest()
+
+
+def file_content_sha256(path: str | Path) -> str | None:
+    """:func:`content_sha256` of the file at ``path``; ``None`` when it is a PNG that cannot be decoded
+    (a damaged or replaced image: a content difference, never a crash). Raises ``OSError`` when the
+    file is unreadable."""
+    p = Path(path)
+    try:
+        return content_sha256(p.name, p.read_bytes())
+    except SuiteError:
+        return None
+
+
 def suite_manifest_fields(*, suite: str, generator: str, generator_version: int, seed: int, n: int,
-                          image_size: tuple[int, int], versions: dict[str, Any]) -> dict[str, Any]:
-    """The manifest keys every generated suite has (``files`` is added by :class:`SuiteWriter`)."""
+                          image_size: tuple[int, int], environment: dict[str, Any]) -> dict[str, Any]:
+    """The manifest keys every generated suite has (``files`` is added by :class:`SuiteWriter`):
+    :data:`MANIFEST_SCHEMA`, the generation settings and the rendering ``environment``."""
     return {
+        "schema": MANIFEST_SCHEMA,
         "suite": suite,
         "generator": generator,
         "generator_version": generator_version,
         "seed": seed,
         "n": n,
         "image_size": list(image_size),
-        "versions": versions,
+        "environment": environment,
     }
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as ``{"a.b.c": leaf}`` (lists and scalars are leaves)."""
+    if not isinstance(obj, dict):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for k in sorted(obj):
+        out.update(_flatten(obj[k], f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+@dataclass
+class ManifestComparison:
+    """Outcome of :func:`compare_manifests`.
+
+    content: one line per generation setting (:data:`CONTENT_KEYS`) or file that differs, is missing
+    or is extra, e.g. ``data/test/0003.png: committed 1a2b3c4d5e6f, regenerated 9f8e7d6c5b4a``.
+    environment: ``(key, committed, regenerated)`` for every environment entry that differs, with
+    nested keys dotted (``fonts.dejavu-sans.package_version``).
+    """
+
+    content: list[str]
+    environment: list[tuple[str, Any, Any]]
+
+    @property
+    def content_matches(self) -> bool:
+        """True when every setting and file digest is identical (environment drift allowed)."""
+        return not self.content
+
+    def drift_lines(self) -> list[str]:
+        """The environment differences as ``key: committed -> regenerated`` lines."""
+        return [f"{k}: {a!r} -> {b!r}" for k, a, b in self.environment]
+
+
+def compare_manifests(committed: dict[str, Any], regenerated: dict[str, Any]) -> ManifestComparison:
+    """Compare two suite manifests: content (generation settings and every file's
+    :func:`content_sha256`) and, separately, the rendering environment. Digests are shown to 12 hex
+    digits."""
+    content = []
+    for k in CONTENT_KEYS:
+        if committed.get(k) != regenerated.get(k):
+            content.append(f"setting {k}: committed {committed.get(k)!r}, regenerated {regenerated.get(k)!r}")
+    fa, fb = committed.get("files", {}), regenerated.get("files", {})
+    for rel in sorted(set(fa) | set(fb)):
+        if rel not in fb:
+            content.append(f"{rel}: in the committed manifest, not regenerated")
+        elif rel not in fa:
+            content.append(f"{rel}: regenerated, not in the committed manifest")
+        elif fa[rel] != fb[rel]:
+            content.append(f"{rel}: committed {str(fa[rel])[:12]}, regenerated {str(fb[rel])[:12]}")
+    ea, eb = _flatten(committed.get("environment", {})), _flatten(regenerated.get("environment", {}))
+    env = [(k, ea.get(k), eb.get(k)) for k in sorted(set(ea) | set(eb)) if ea.get(k) != eb.get(k)]
+    return ManifestComparison(content, env)
 
 
 def write_suite_files(out_dir: str | Path, *, rows: list[dict[str, Any]], images: dict[str, bytes],
@@ -546,7 +658,7 @@ def generate_suite(
             w.add_image(f"{stem}.png", png_bytes(spec.scene.image), scene_graph_json(f"{stem}.png", spec.scene.elements))
         return w.finish(rows, suite_manifest_fields(
             suite=suite, generator=generator, generator_version=generator_version, seed=seed, n=n,
-            image_size=IMAGE_SIZE, versions=environment_versions(font_names),
+            image_size=IMAGE_SIZE, environment=environment_versions(font_names),
         ))
 
 
@@ -591,15 +703,15 @@ class VerifyResult:
         if self.environment:
             lines.append("This machine renders with a different environment than the one that made the manifest:")
             lines.extend(f"  {e}" for e in self.environment)
-            lines.append("Different fonts, FreeType, zlib or Pillow give other pixels or other PNG bytes; install the")
-            lines.append("recorded versions (or use the project's container image) to reproduce the suite byte for byte.")
+            lines.append("Different fonts, FreeType or Pillow can give other pixels; install the recorded versions")
+            lines.append("(or use the project's pinned suites image) to reproduce the suite's content exactly.")
         elif self.mismatched:
             lines.append("The rendering environment matches the manifest; the files were changed after generation.")
         return "\n".join(lines)
 
 
 def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Lines naming each version or font hash in ``recorded`` (a manifest's ``versions``) that differs
+    """Lines naming each version or font hash in ``recorded`` (a manifest's ``environment``) that differs
     from ``current`` (:func:`environment_versions` here). Python's version is not compared (it does
     not change rendered bytes)."""
     out = []
@@ -621,7 +733,7 @@ def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -
 def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> VerifyResult:
     """Check a generated suite against its ``manifest.json``.
 
-    Without ``regenerate``: every file listed must exist with its recorded sha256, and no unlisted
+    Without ``regenerate``: every file listed must exist with its recorded :func:`content_sha256`, and no unlisted
     file may be under ``data/``. With ``regenerate``: the suite is generated again from the manifest's
     generator, seed and n (plus the keyword arguments the generator module's optional
     ``generator_args(manifest)`` reads back from the manifest, e.g. the web suite's page set and
@@ -642,7 +754,7 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
         p = root / rel
         if not p.is_file():
             missing.append(rel)
-        elif sha256_file(p) != digest:
+        elif file_content_sha256(p) != digest:
             mismatched.append(rel)
     present = {str(p.relative_to(root)).replace(os.sep, "/") for p in (root / "data").rglob("*") if p.is_file()}
     extra = sorted(present - set(files))
@@ -662,8 +774,8 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
         for rel in sorted(set(again["files"]) - set(files)):
             extra.append(rel)
     try:
-        current = environment_versions(manifest.get("versions", {}).get("fonts", {}).keys())
-        env = environment_differences(manifest.get("versions", {}), current)
+        current = environment_versions(manifest.get("environment", {}).get("fonts", {}).keys())
+        env = environment_differences(manifest.get("environment", {}), current)
     except FontMissingError as e:
         env = [str(e)]
     ok = not (mismatched or missing or extra)

@@ -23,8 +23,10 @@ category; box tasks (PointerBench ``iou`` rule, coverage >= 0.9, precision >= 0.
 paragraphs.
 
 Determinism: the same pages, seed and browser version give byte-identical PNGs (re-encoded by
-Pillow, no metadata chunks) and metadata. The browser version is recorded in every row and in the
-manifest, so a changed browser is detected by manifest verification instead of silently scored.
+Pillow, no metadata chunks) and metadata. Rows and scene graphs hold content only (the page, its
+package and license, the target, the instruction); the browser, the documentation packages' versions
+and the fonts are recorded in the manifest's ``environment`` section, so a newer browser that renders
+the same pixels is reported as drift, and one that renders other pixels names the files it changed.
 """
 
 from __future__ import annotations
@@ -439,10 +441,8 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
                 "language": "en",
                 "page": view.page.name,
                 "package": view.page.package,
-                "package_version": view.page.package_version,
                 "license": view.page.license,
                 "scroll_y": view.scroll_y,
-                "browser": browser_version,
                 "match": {k: v for k, v in spec.items() if k != "task"},
                 "target_id": el["id"],
                 "scene_graph": f"scene_graphs/{Path(image_name).stem}.json",
@@ -455,13 +455,12 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
             img_index += 1
     if len(rows) < n:
         raise WebSuiteError(f"only {len(rows)} unique targets found for n={n}; add pages or offsets")
-    versions: dict[str, Any] = {"browser": browser_version, "fontconfig_families": fontconfig_families()}
-    for ps in {p.package for p in pages if p.package}:
-        versions[ps] = package_version(ps) or "unknown"
     env = common.environment_versions(FONT_NAMES)
-    env.update(versions)
+    env.update({"browser": browser_version, "fontconfig_families": fontconfig_families()})
+    env.update({p.package: p.package_version or "unknown" for p in pages if p.package})
     manifest_fields = common.suite_manifest_fields(
-        suite="web", generator="pointfail.suites.web", generator_version=1, seed=seed, n=n, image_size=VIEWPORT, versions=env,
+        suite="web", generator="pointfail.suites.web", generator_version=1, seed=seed, n=n, image_size=VIEWPORT,
+        environment=env,
     )
     manifest_fields.update({
         "pages": pages_spec, "offsets": offsets_per_page,
