@@ -63,7 +63,7 @@ def test_declared_frames():
     assert kinds["qwen2_5_vl"][0] == "pixels_resized"
     assert kinds["qwen3_vl"] == ("grid", 1000, "xy")
     assert kinds["internvl3"] == ("grid", 1000, "xy")
-    assert kinds["paligemma"] == ("bins", 1024, "yx")
+    assert kinds["paligemma"] == ("bin_index", 1024, "yx")
     assert kinds["florence2"] == ("bins", 1000, "xy")
     assert kinds["kosmos2"] == ("patch_grid", 32, "xy")
     assert kinds["gemini"] == ("grid", 1000, "yx")
@@ -155,6 +155,16 @@ def test_molmo_click_syntax():
     assert pts("molmo", "Click(25.5, 50)")[0] == [[0.255, 0.5]]
 
 
+def test_molmo_bare_percent_tuple():
+    """The issue-16 case: Molmo's own evaluator reads a bare percent tuple; (18.6, 30.2) on 1000x500
+    -> (0.186, 0.302), i.e. (186, 151) px."""
+    p, _, r = pts("molmo", "(18.6, 30.2)")
+    assert p == [[0.186, 0.302]] and "bare_tuple" in r.flags
+    # a point tag wins over a tuple in prose
+    p, _, r = pts("molmo", '<point x="10.0" y="20.0" alt="a">a</point> (18.6, 30.2)')
+    assert p == [[0.1, 0.2]] and "bare_tuple" not in r.flags
+
+
 def test_molmo2_coords_with_image_index_and_semicolons():
     # image 1: points (500, 250) and (100, 900); image 2: point (10, 20); 0-1000 grid
     text = '<points coords="1 1 500 250 2 100 900;2 1 010 020">mugs</points>'
@@ -194,12 +204,27 @@ def test_internvl3_box_and_point_syntax():
     assert b == [[0.0, 0.0, 0.1, 0.1], [0.5, 0.5, 0.6, 0.7]]
 
 
-def test_paligemma_loc_tokens_y_first_bin_centres():
-    # <loc0256><loc0768> = y bin 256, x bin 768 -> x = 768.5/1024, y = 256.5/1024
-    assert pts("paligemma", "<loc0256><loc0768> mug")[0] == [[round(768.5 / 1024, 9), round(256.5 / 1024, 9)]]
-    # box ymin=0, xmin=512, ymax=1023, xmax=1023
+def test_paligemma_loc_tokens_y_first_big_vision_rule():
+    # big_vision reads <locN> as N / 1023: <loc0256><loc0768> = y 256/1023, x 768/1023
+    assert pts("paligemma", "<loc0256><loc0768> mug")[0] == [[round(768 / 1023, 9), round(256 / 1023, 9)]]
+    # box ymin=0, xmin=512, ymax=1023, xmax=1023: <loc0000> and <loc1023> are the image edges
     _, b, _ = pts("paligemma", "<loc0000><loc0512><loc1023><loc1023> mug ; <loc0001>", task="box")
-    assert b == [[round(512.5 / 1024, 9), round(0.5 / 1024, 9), round(1023.5 / 1024, 9), round(1023.5 / 1024, 9)]]
+    assert b == [[round(512 / 1023, 9), 0.0, 1.0, 1.0]]
+
+
+def test_paligemma_disagreement_fixed_on_a_4k_side():
+    """The issue-16 case: on a 3840-px side the bin-centre reading ((n + 0.5) / 1024) was up to
+    0.5 / 1024 * 3840 = 1.875 px off Google's n / 1023. <loc0512><loc0256> on 3840x2160:
+    x = 256 / 1023 * 3840 = 960.938 px, y = 512 / 1023 * 2160 = 1081.056 px."""
+    r = get_family("paligemma").parse("<loc0512><loc0256> icon", (3840, 2160))
+    x, y = r.points[0]
+    assert x * 3840 == pytest.approx(960.9384164, abs=1e-6)
+    assert y * 2160 == pytest.approx(1081.0557185, abs=1e-6)
+    # the edge tokens are the edges, not half a bin inside them (the old reading: 1.875 px in)
+    r = get_family("paligemma").parse("<loc1023><loc0000>", (3840, 2160))
+    assert r.points == [[0.0, 1.0]]
+    # writing follows round(v * 1023): x = 0.25 -> round(255.75) = 256, y = 0.5 -> round(511.5) = 512
+    assert get_family("paligemma").format_point(0.25, 0.5, (3840, 2160)).startswith("<loc0512><loc0256>")
 
 
 def test_florence2_loc_tokens_x_first():
@@ -218,6 +243,23 @@ def test_kosmos2_patch_pairs():
     # several objects
     text = "<object><patch_index_0000><patch_index_0033></delimiter_of_multi_objects/><patch_index_0064><patch_index_0097></object>"
     assert len(pts("kosmos2", text, task="box")[1]) == 2
+
+
+def test_kosmos2_corners_sharing_a_row_or_column_span_whole_cells():
+    """The issue-16 case: transformers' patch_index_to_coordinate spans whole cells when the corner
+    patches share a row or a column (pointfail made a zero-height box, then a point).
+    Patches 33 and 36: row 1, columns 1 and 4 -> [1/32, 1/32, 5/32, 2/32]; on 640x480 that is
+    [20, 15, 100, 30] px, a real box (80 x 15 px), centre (60, 22.5) px."""
+    p, b, r = pts("kosmos2", "<object><patch_index_0033><patch_index_0036></object>", size=(640, 480), task="box")
+    assert b == [[1 / 32, 1 / 32, 5 / 32, 2 / 32]] and p == []
+    assert "zero_area_box" not in r.flags
+    x0, y0, x1, y1 = b[0]
+    assert [x0 * 640, y0 * 480, x1 * 640, y1 * 480] == [20.0, 15.0, 100.0, 30.0]
+    # same column: patches 34 (row 1) and 98 (row 3), column 2 -> [2/32, 1/32, 3/32, 4/32]
+    _, b, _ = pts("kosmos2", "<object><patch_index_0034><patch_index_0098></object>", task="box")
+    assert b == [[2 / 32, 1 / 32, 3 / 32, 4 / 32]]
+    # for a point task the point is the centre of the whole-cell box: (3/32, 1.5/32)
+    assert pts("kosmos2", "<object><patch_index_0033><patch_index_0036></object>")[0] == [[3 / 32, 1.5 / 32]]
 
 
 def test_gemini_points_and_boxes_are_y_first():
@@ -240,10 +282,31 @@ def test_ui_tars_start_box_variants():
     assert pts("ui_tars", "click(point='<point>400 600</point>')")[0] == [[0.4, 0.6]]
 
 
+def test_ui_tars_bare_tuple_answer_to_the_grounding_prompt():
+    """The issue-16 case: the short grounding prompt is answered with a bare (x,y), which was
+    no_prediction. UI-TARS v1, 0-1000 grid: (235,512) on 1000x500 -> (0.235, 0.512)."""
+    p, _, r = pts("ui_tars", "(235,512)")
+    assert p == [[0.235, 0.512]] and "bare_tuple" in r.flags and r.reason is None
+    # UI-TARS-1.5, resized pixels: (518,378) in a 1036x756 input -> (0.5, 0.5)
+    assert pts("ui_tars_1_5", "(518,378)", size=(1024, 768), mis=(1036, 756))[0] == [[0.5, 0.5]]
+    # an action, when present, wins; the bare tuple is only a fallback
+    p, _, r = pts("ui_tars", "(1,2) Action: click(start_box='(100,200)')")
+    assert p == [[0.1, 0.2]] and "bare_tuple" not in r.flags
+
+
 def test_ui_tars_1_5_is_resized_pixels():
     # (518, 378) in a 1036x756 model input -> (0.5, 0.5)
     p, _, r = pts("ui_tars_1_5", "click(start_box='(518,378)')", size=(1024, 768), mis=(1036, 756))
     assert p == [[0.5, 0.5]] and r.frame == "pixels_resized"
+
+
+def test_os_atlas_base_4b_internvl2_lists():
+    """The issue-16 case: OS-Atlas-Base-4B (InternVL2) answers [[x,y]] on the 0-1000 grid, which was
+    no_prediction. [[250,600]] on 1000x500 -> (0.25, 0.6), i.e. (250, 300) px."""
+    p, _, r = pts("os_atlas", "[[250,600]]")
+    assert p == [[0.25, 0.6]] and "bare_list" in r.flags
+    p, b, _ = pts("os_atlas", "<ref>Save</ref><box>[[100,200,300,400]]</box>")
+    assert b == [[0.1, 0.2, 0.3, 0.4]] and p == [[0.2, 0.3]]
 
 
 def test_os_atlas_box_tags():
@@ -264,6 +327,27 @@ def test_uground_parenthesized_grid():
 def test_gta1_resized_pixels():
     # (259, 189) in a 518x378 model input -> (0.5, 0.5)
     assert pts("gta1", "(259,189)", mis=(518, 378))[0] == [[0.5, 0.5]]
+
+
+def test_gta1_resize_setting_is_stored_in_the_family():
+    """The issue-16 case: GTA1's processor runs with max_pixels = 4096 * 2160 = 8847360, not
+    Qwen2.5-VL's 12845056. 5120x2880: beta = sqrt(14745600 / 8847360) = 1.29099,
+    floor(5120 / 1.29099 / 28) * 28 = 3948, floor(2880 / 1.29099 / 28) * 28 = 2212."""
+    gta1 = get_family("gta1")
+    assert gta1.resize == {"factor": 28, "min_pixels": 3136, "max_pixels": 8847360}
+    assert gta1.expected_model_input_size((5120, 2880)) == (3948, 2212)
+    # Qwen2.5-VL's setting gives 4760x2688: the centre answer (1974, 1106) would read 17 % off
+    assert get_family("qwen2_5_vl").expected_model_input_size((5120, 2880)) == (4760, 2688)
+    assert 1 - 3948 / 4760 == pytest.approx(0.17, abs=0.005)
+    assert pts("gta1", "(1974,1106)", size=(5120, 2880), mis=(3948, 2212))[0] == [[0.5, 0.5]]
+    with pytest.raises(ValueError, match="no resize"):
+        get_family("molmo").expected_model_input_size((640, 480))
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_resized_frames_declare_their_resize_setting(name):
+    fam = get_family(name)
+    assert (fam.resize is not None) == (fam.frame.kind == "pixels_resized")
 
 
 def test_opencua_pyautogui_calls():

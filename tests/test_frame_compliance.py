@@ -105,14 +105,14 @@ def test_unit_floats_sent_to_a_percent_family_on_a_mask(tmp_path):
 
 def test_token_frames_report_only_their_declared_reading(box_region):
     d = frame_compliance("paligemma", "<loc0383><loc0511> mug", SIZE, box_region)
-    assert [r["frame"] for r in d["readings"]] == ["bins_1024_yx"]
+    assert [r["frame"] for r in d["readings"]] == ["loc_1024_yx"]
     assert d["alternatives"].startswith("not applicable")
     # the numbers as written are the bin indices (x = 511, y = 383; PaliGemma writes y first)
     assert d["raw_primary"] == [511.0, 383.0]
-    # bins: x = (511 + 0.5) / 1024, y = (383 + 0.5) / 1024 -> pixel (511.5, 287.6): above the box
-    assert d["readings"][0]["primary"] == [511.5 / 1024, 383.5 / 1024]
+    # big_vision: x = 511 / 1023, y = 383 / 1023 -> pixel (511.5, 287.5): above the box
+    assert d["readings"][0]["primary"] == [511 / 1023, 383 / 1023]
     assert d["readings"][0]["hit"] is False
-    assert d["readings"][0]["distance_px"] == pytest.approx(360 - 383.5 / 1024 * 768)
+    assert d["readings"][0]["distance_px"] == pytest.approx(360 - 383 / 1023 * 768)
 
 
 def test_no_point_and_absent_target(box_region):

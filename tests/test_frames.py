@@ -15,6 +15,7 @@ GRID = Frame("grid_1000", "grid", 1000)
 GRID_YX = Frame("grid_1000_yx", "grid", 1000, "yx")
 BINS_1024 = Frame("bins_1024", "bins", 1024, "yx")
 BINS_1000 = Frame("bins_1000", "bins", 1000)
+LOC_1024 = Frame("loc_1024", "bin_index", 1024, "yx")
 PATCH = Frame("patch_grid_32", "patch_grid", 32)
 UNIT = Frame("unit", "unit", 1)
 PIX = Frame("pixels_original", "pixels_original")
@@ -34,10 +35,20 @@ def test_grid_divides_by_1000():
 
 
 def test_bins_are_read_as_bin_centres():
-    # PaliGemma bin 512 of 1024 -> (512 + 0.5) / 1024 = 0.50048828125
+    # bin 512 of 1024 -> (512 + 0.5) / 1024 = 0.50048828125
     assert BINS_1024.to_unit(512, 0) == pytest.approx((512.5 / 1024, 0.5 / 1024))
     # Florence-2 bin 999 of 1000 -> 0.9995 (never reaches 1.0)
     assert BINS_1000.to_unit(999, 999) == pytest.approx((0.9995, 0.9995))
+
+
+def test_bin_index_is_big_vision_n_over_n_minus_1():
+    # PaliGemma (big_vision): token n -> n / 1023, so 0 and 1023 are the edges; 512 -> 0.50048876
+    assert LOC_1024.to_unit(512, 0) == pytest.approx((512 / 1023, 0.0))
+    assert LOC_1024.to_unit(1023, 1023) == (1.0, 1.0)
+    # writing is round(v * 1023), clamped: 0.5 -> round(511.5) = 512 (ties to even), 1.2 -> 1023
+    assert LOC_1024.from_unit(0.5, 1.2) == (512.0, 1023.0)
+    assert LOC_1024.from_unit(-0.1, 0.25) == (0.0, 256.0)  # 255.75 -> 256
+    assert LOC_1024.quantum() == (1 / 1023, 1 / 1023)
 
 
 def test_patch_grid_index_to_patch_centre():
@@ -96,7 +107,7 @@ def test_frame_declaration_is_validated():
         Frame("x", "grid", 1000, "zx")
     with pytest.raises(ValueError, match="positive scale"):
         Frame("x", "grid", None)
-    assert set(FRAME_KINDS) == {"percent", "grid", "bins", "unit", "pixels_original", "pixels_resized", "patch_grid"}
+    assert set(FRAME_KINDS) == {"percent", "grid", "bins", "unit", "pixels_original", "pixels_resized", "patch_grid", "bin_index"}
 
 
 # ------------------------------------------------------------------------------- round-trips
@@ -115,15 +126,16 @@ def test_continuous_frames_round_trip(x, y, size, rsize):
 
 @given(x=unit, y=unit)
 def test_binned_frames_round_trip_within_half_a_bin(x, y):
-    for fr in (BINS_1024, BINS_1000, PATCH):
+    for fr in (BINS_1024, BINS_1000, PATCH, LOC_1024):
         bx, by = fr.to_unit(*fr.from_unit(x, y))
-        half = 0.5 / fr.scale
+        half = 0.5 * fr.quantum()[0]
         assert abs(bx - x) <= half + 1e-12 and abs(by - y) <= half + 1e-12
 
 
 @given(i=st.integers(0, 1023))
 def test_bin_index_round_trips_exactly(i):
     assert BINS_1024.from_unit(*BINS_1024.to_unit(i, i)) == (float(i), float(i))
+    assert LOC_1024.from_unit(*LOC_1024.to_unit(i, i)) == (float(i), float(i))
 
 
 # ------------------------------------------------------------------------------- smart_resize

@@ -13,7 +13,8 @@ kind                 ``to_unit``                          used by
 ===================  ===================================  ==========================================
 ``percent``          ``v / 100``                          Molmo (0-100 percent of the image)
 ``grid``             ``v / 1000``                         Qwen3-VL, InternVL3, Gemini, Molmo2, ...
-``bins``             ``(n + 0.5) / N`` (centre of bin n)  PaliGemma (N = 1024), Florence-2 (N = 1000)
+``bins``             ``(n + 0.5) / N`` (centre of bin n)  Florence-2 (N = 1000)
+``bin_index``        ``n / (N - 1)`` (edge to edge)       PaliGemma (N = 1024 ``<loc>`` tokens)
 ``patch_grid``       ``(i + 0.5) / N`` (patch centre)     Kosmos-2 (N = 32 patches per side)
 ``unit``             ``v``                                ShowUI (0-1 floats)
 ``pixels_original``  ``v / W`` (resp. ``/ H``)            PointerBench JSON convention (API models)
@@ -22,18 +23,22 @@ kind                 ``to_unit``                          used by
 
 Decisions, with their sources:
 
-* **Bins → centre of bin.** A bin token ``n`` stands for the interval ``[n/N, (n+1)/N)``; we return
-  its centre ``(n + 0.5) / N``, which halves the worst-case quantization error (``0.5 / N``) compared
-  with the lower edge. Florence-2's own post-processor dequantizes the same way (its coordinate
-  quantizer in ``floor`` mode adds 0.5 to the bin index before scaling). PaliGemma's documentation
-  divides the token value by 1024 (lower edge); the difference is half a bin, 0.05 % of the image,
-  and we prefer one rule for every binned frame. ``from_unit`` writes ``floor(x * N)`` clamped to
+* **Bins → centre of bin** (``bins``, Florence-2). A bin token ``n`` stands for the interval
+  ``[n/N, (n+1)/N)``; its value is the centre ``(n + 0.5) / N``, as Florence-2's own post-processor
+  dequantizes (its coordinate quantizer in ``floor`` mode adds 0.5 to the bin index before scaling).
+  ``from_unit`` writes ``floor(x * N)`` clamped to ``[0, N-1]``.
+* **Bin index → endpoint grid** (``bin_index``, PaliGemma). Google's big_vision PaliGemma code writes
+  a coordinate ``v`` in ``[0, 1]`` as the token ``round(v * (N - 1))`` (N = 1024: ``<loc0000>`` is the
+  top/left edge, ``<loc1023>`` the bottom/right edge) and reads token ``n`` back as ``n / (N - 1)``;
+  we follow the authors' rule both ways. (Reading it as a bin centre, ``(n + 0.5) / N``, is off by up
+  to ``0.5 / N``, 1.875 px on a 3840-px side.) ``from_unit`` writes ``round(x * (N - 1))`` clamped to
   ``[0, N-1]``.
 * **Kosmos-2 patch index → patch centre.** ``<patch_index_k>`` names patch ``k`` of a 32x32 grid,
   row-major: column ``k % 32``, row ``k // 32``. A point is the patch centre ``((col + 0.5) / 32,
   (row + 0.5) / 32)``, as the transformers Kosmos-2 processor (``patch_index_to_coordinate``) does for
-  box corners given by two different patches. The family turns index pairs into boxes; this frame
-  converts ``(col, row)`` patch coordinates.
+  box corners in different rows and columns. The family turns index pairs into boxes (whole cells
+  when the corners share a row or a column, :mod:`pointfail.families.kosmos2`); this frame converts
+  ``(col, row)`` patch coordinates.
 * **Pixels are continuous.** A pixel value ``v`` maps to ``v / W`` with no half-pixel shift, the
   PointerBench/ScreenSpot convention (the predicted pixel coordinate is compared with the target box
   in pixel units directly).
@@ -61,6 +66,7 @@ FRAME_KINDS: tuple[str, ...] = (
     "pixels_original",
     "pixels_resized",
     "patch_grid",
+    "bin_index",
 )
 """Every frame kind :class:`Frame` understands."""
 
@@ -94,7 +100,8 @@ class Frame:
     Attributes:
         name: identifier recorded in ``ParseResult.frame`` (e.g. ``"percent_100"``, ``"grid_1000"``).
         kind: one of :data:`FRAME_KINDS`.
-        scale: the frame's extent: 100 (percent), 1000 (grid), N bins, N patches per side, 1 (unit);
+        scale: the frame's extent: 100 (percent), 1000 (grid), N bins, N tokens per axis (``bin_index``:
+            values run 0..N-1), N patches per side, 1 (unit);
             ``None`` for pixel frames (their extent is the image or model-input size).
         order: the order the model *writes* coordinates in: ``"xy"`` or ``"yx"`` (Gemini points and
             boxes, PaliGemma loc tokens). :meth:`to_unit`/:meth:`from_unit` always take and return
@@ -116,7 +123,7 @@ class Frame:
             raise ValueError(f"unknown frame kind {self.kind!r}; known: {', '.join(FRAME_KINDS)}")
         if self.order not in ("xy", "yx"):
             raise ValueError(f"frame order must be 'xy' or 'yx', got {self.order!r}")
-        if self.kind in ("percent", "grid", "bins", "unit", "patch_grid"):
+        if self.kind in ("percent", "grid", "bins", "unit", "patch_grid", "bin_index"):
             if self.scale is None or not self.scale > 0:
                 raise ValueError(f"frame kind {self.kind!r} needs a positive scale")
 
@@ -140,6 +147,8 @@ class Frame:
                 )
             return _check_size(model_input_size, "model_input_size")
         s = float(self.scale)  # type: ignore[arg-type]
+        if self.kind == "bin_index":
+            return s - 1.0, s - 1.0
         return s, s
 
     def to_unit(
@@ -168,7 +177,8 @@ class Frame:
     ) -> tuple[float, float]:
         """Inverse of :meth:`to_unit`: a normalized ``(x, y)`` in this frame's numbers (continuous,
         unrounded), except for ``bins``/``patch_grid``, which return the integer bin/patch index
-        ``floor(v * N)`` clamped to ``[0, N-1]`` (as floats). Used by generators and round-trip
+        ``floor(v * N)`` clamped to ``[0, N-1]``, and ``bin_index``, which returns the token
+        ``round(v * (N - 1))`` clamped to ``[0, N-1]`` (as floats). Used by generators and round-trip
         tests; families round to their real precision when formatting.
 
         Raises:
@@ -181,11 +191,18 @@ class Frame:
                 float(min(max(math.floor(x * ex), 0), n - 1)),
                 float(min(max(math.floor(y * ey), 0), n - 1)),
             )
+        if self.kind == "bin_index":
+            n = int(self.scale)  # type: ignore[arg-type]
+            return (
+                float(min(max(round(x * ex), 0), n - 1)),
+                float(min(max(round(y * ey), 0), n - 1)),
+            )
         return x * ex, y * ey
 
     def quantum(self, image_size: Optional[Size] = None, model_input_size: Optional[Size] = None) -> tuple[float, float]:
         """Size of one frame unit in normalized coordinates ``(qx, qy)``: ``1/scale`` for scaled
-        frames, ``1/W, 1/H`` for pixel frames. Round-trip tolerances are multiples of it."""
+        frames (``1/(N-1)`` for ``bin_index``), ``1/W, 1/H`` for pixel frames. Round-trip tolerances
+        are multiples of it."""
         ex, ey = self._extent(image_size, model_input_size)
         return 1.0 / ex, 1.0 / ey
 
@@ -205,6 +222,14 @@ SMART_RESIZE_DEFAULTS: dict[str, dict[str, int]] = {
     # Qwen2VLImageProcessor (auto mapping "qwen3_vl"), i.e. this same smart_resize. Parsing still uses
     # the size the worker recorded, never this recomputation.
     "qwen3_vl": {"factor": 32, "min_pixels": 65536, "max_pixels": 16777216},
+    # GTA1 model cards (Salesforce/GTA1-*): AutoProcessor.from_pretrained(..., min_pixels=3136,
+    # max_pixels=4096 * 2160), and the card's own smart_resize call uses the processor's patch 14 x
+    # merge 2 and those bounds. Not Qwen2.5-VL's 12845056: a 5120x2880 screenshot becomes 3948x2212
+    # here, 4760x2688 under Qwen2.5-VL's setting (17 % apart).
+    "gta1": {"factor": 28, "min_pixels": 3136, "max_pixels": 4096 * 2160},
+    # UI-TARS-1.5 (ByteDance's ui-tars package, ui_tars.action_parser: IMAGE_FACTOR 28,
+    # MIN_PIXELS 100 * 28 * 28, MAX_PIXELS 16384 * 28 * 28).
+    "ui_tars_1_5": {"factor": 28, "min_pixels": 100 * 28 * 28, "max_pixels": 16384 * 28 * 28},
 }
 """Known (factor, min_pixels, max_pixels) settings. ``factor = patch_size * merge_size``."""
 

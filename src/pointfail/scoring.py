@@ -472,7 +472,7 @@ COMPLIANCE_READINGS: tuple[tuple[str, str, Optional[float], str], ...] = (
 """The alternative readings :func:`frame_compliance` tries: ``(name, frame kind, scale, meaning)``.
 ``pixels_resized`` is tried only when the model-input size is known."""
 
-_TOKEN_FRAME_KINDS = ("bins", "patch_grid")
+_TOKEN_FRAME_KINDS = ("bins", "patch_grid", "bin_index")
 
 
 def frame_compliance(
@@ -500,7 +500,7 @@ def frame_compliance(
       ``pixels_original`` (``x / W``, ``y / H``), ``pixels_resized`` (``x / Wr``, ``y / Hr``; only
       when ``model_input_size`` is given).
 
-    Families whose frame is a token vocabulary (``bins``: PaliGemma, Florence-2; ``patch_grid``:
+    Families whose frame is a token vocabulary (``bin_index``: PaliGemma; ``bins``: Florence-2; ``patch_grid``:
     Kosmos-2) write token indices, not free numbers; only their declared reading is reported
     (``alternatives`` says so).
 

@@ -83,6 +83,9 @@ class Family:
             (``"Point to {target}"``); replaced literally, not with ``str.format``.
         system_prompt: a system message to send with the prompt, or ``None``.
         decimals: digits after the decimal point the model writes (precision of :meth:`format_point`).
+        resize: for ``pixels_resized`` frames, the ``smart_resize`` settings (``factor``,
+            ``min_pixels``, ``max_pixels``) the family's checkpoints are run with, as their authors
+            give them; :meth:`expected_model_input_size` computes with it. ``None`` for other frames.
     """
 
     name: ClassVar[str] = ""
@@ -93,6 +96,7 @@ class Family:
     box_prompt: ClassVar[str] = "{core}"
     system_prompt: ClassVar[Optional[str]] = None
     decimals: ClassVar[int] = 0
+    resize: ClassVar[Optional[dict]] = None
 
     # ---------------------------------------------------------------- prompts
 
@@ -227,7 +231,7 @@ class Family:
 
     def _frame_values(self, x: float, y: float, image_size, model_input_size) -> tuple[float, float]:
         fx, fy = self.frame.from_unit(x, y, image_size, model_input_size)
-        if self.frame.kind in ("bins", "patch_grid"):
+        if self.frame.kind in ("bins", "patch_grid", "bin_index"):
             return int(fx), int(fy)
         if self.decimals == 0:
             return int(round(fx)), int(round(fy))
@@ -260,10 +264,28 @@ class Family:
         """Largest normalized error ``(tx, ty)`` that formatting at the family's precision and
         parsing back can introduce: half a unit of the last written digit, or half a bin/patch."""
         qx, qy = self.frame.quantum(image_size, model_input_size)
-        if self.frame.kind in ("bins", "patch_grid"):
+        if self.frame.kind in ("bins", "patch_grid", "bin_index"):
             return qx / 2.0, qy / 2.0
         step = 10.0 ** (-self.decimals)
         return qx * step / 2.0, qy * step / 2.0
+
+    def expected_model_input_size(self, image_size: Size) -> tuple[int, int]:
+        """The model-input size ``(Wr, Hr)`` in pixels that the family's processor makes for an image of
+        ``image_size = (W, H)`` pixels: :func:`~pointfail.frames.smart_resize` with :attr:`resize`.
+        A prediction: parsing uses the size the worker or server *recorded* for the sample; this is
+        for building prompts that state the resolution and for checking a recorded size.
+
+        Raises:
+            ValueError: the family declares no :attr:`resize` (its frame is not ``pixels_resized``),
+                or the size is not positive integers.
+        """
+        from pointfail.frames import smart_resize
+
+        if self.resize is None:
+            raise ValueError(f"family {self.name!r} declares no resize setting (frame {self.frame.kind!r})")
+        w, h = image_size
+        rh, rw = smart_resize(int(h), int(w), **self.resize)
+        return rw, rh
 
     @property
     def can_box(self) -> bool:

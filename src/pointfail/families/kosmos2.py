@@ -4,9 +4,19 @@ Convention (Kosmos-2 paper, arXiv:2306.14824, and the transformers Kosmos-2 proc
 phrase is followed by ``<object><patch_index_A><patch_index_B></object>`` where ``A`` is the patch of
 the top-left corner and ``B`` of the bottom-right corner, indices 0–1023 row-major on a 32x32 grid
 (column ``k % 32``, row ``k // 32``); several boxes are separated by
-``</delimiter_of_multi_objects/>``. As in the processor's ``patch_index_to_coordinate``: for two
-different patches the box runs between the two patch *centres*; when ``A == B`` the box is that
-patch's whole cell. Prompt: ``<grounding><phrase>…</phrase>`` (referring expression comprehension).
+``</delimiter_of_multi_objects/>``. Corner patches become a box by the rule of transformers'
+``patch_index_to_coordinate`` (``models/kosmos2/processing_kosmos2.py``, itself taken from the
+authors' ``unilm/kosmos-2/demo/decode_string.py``), with cell size ``c = 1/32``:
+
+* ``A == B``, or the two patches share a row or a column: the box spans the *whole cells*,
+  ``[colA*c, rowA*c, (colB+1)*c, (rowB+1)*c]``;
+* otherwise it runs between the two patch *centres*, ``[(colA+0.5)*c, (rowA+0.5)*c, (colB+0.5)*c,
+  (rowB+0.5)*c]``.
+
+Worked case: ``<patch_index_0033><patch_index_0036>`` (row 1, columns 1 and 4, the same row) is
+``[1/32, 1/32, 5/32, 2/32]``; on a 640x480 image ``[20, 15, 100, 30]`` px, whose centre ``(60, 22.5)``
+is the point. (Between centres it would be ``[30, 22.5, 90, 22.5]``: zero height.)
+Prompt: ``<grounding><phrase>…</phrase>`` (referring expression comprehension).
 """
 
 from __future__ import annotations
@@ -42,14 +52,15 @@ class Kosmos2(Family):
         return items
 
     def convert(self, item, numbers, image_size, model_input_size):
-        """Patch indices ``(A, B)`` → box ``[x0, y0, x1, y1]`` normalized: patch centres when
-        ``A != B``, the whole cell when ``A == B`` (transformers' ``patch_index_to_coordinate``).
-        An index outside 0–1023 or not an integer is converted linearly all the same (kept, not
-        clamped: row = ``k // 32`` may exceed 31 and give a point beyond the image)."""
+        """Patch indices ``(A, B)`` → box ``[x0, y0, x1, y1]`` normalized by transformers'
+        ``patch_index_to_coordinate``: whole cells when ``A == B`` or the patches share a row or a
+        column, patch centres otherwise (module docstring). An index outside 0–1023 is converted
+        linearly all the same (kept, not clamped: row = ``k // 32`` may exceed 31 and give a point
+        beyond the image)."""
         a, b = (int(v) for v in numbers)
         (ca, ra), (cb, rb) = (a % N, a // N), (b % N, b // N)
-        if a == b:
-            return [ca / N, ra / N, (ca + 1) / N, (ra + 1) / N]
+        if a == b or ca == cb or ra == rb:
+            return [ca / N, ra / N, (cb + 1) / N, (rb + 1) / N]
         x0, y0 = self.frame.to_unit(ca, ra)
         x1, y1 = self.frame.to_unit(cb, rb)
         return [x0, y0, x1, y1]

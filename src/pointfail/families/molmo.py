@@ -6,6 +6,12 @@ Convention (Molmo/PixMo paper, arXiv:2409.17146, and the Molmo model cards): poi
 click-style prompts. ``x``/``y`` are percentages (0–100) of the original image's width/height, one
 decimal. Prompt phrasing: "Point to …" (the PixMo-Points instruction). Molmo has no box syntax; for
 a box task it is still asked to point, and its points give no box.
+
+Molmo's own evaluator (``extract_points`` in the authors' code) also reads a bare percent tuple
+``(18.6, 30.2)``; pointfail reads one too when the reply has no point tag and no ``Click(…)``
+(flag ``bare_tuple``, after-prose rule of :func:`~pointfail.families._text.read_bare_groups`).
+Worked case: ``(18.6, 30.2)`` on a 640x480 image is ``(0.186 * 640, 0.302 * 480) = (119.04, 144.96)``
+px.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import re
 
 from pointfail.families import Family
-from pointfail.families._text import Item, read_point_tags
+from pointfail.families._text import Item, read_bare_groups, read_point_tags
 from pointfail.frames import Frame
 
 _CLICK = re.compile(r"\bclick\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)", re.I)
@@ -34,6 +40,10 @@ class Molmo(Family):
         items = read_point_tags(text, diag)
         for m in _CLICK.finditer(text):
             items.append(Item("point", [m.group(1), m.group(2)], m.start(), m.group(0)))
+        if not items:
+            items = read_bare_groups(text, diag, "(", ")", ((2, "point"),))
+            if items:
+                diag.flag("bare_tuple")
         return items
 
     def format_point(self, x, y, image_size, model_input_size=None):

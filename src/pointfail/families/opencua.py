@@ -14,7 +14,7 @@ import re
 
 from pointfail.families import Family
 from pointfail.families._text import Item, split_tokens, tag_attributes
-from pointfail.frames import Frame
+from pointfail.frames import SMART_RESIZE_DEFAULTS, Frame
 
 SYSTEM = (
     "You are a GUI agent. You are given a task and a screenshot of the screen. "
@@ -29,6 +29,8 @@ class OpenCUA(Family):
     name = "opencua"
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("xlangai/OpenCUA-7B", "xlangai/OpenCUA-32B")
+    # the OpenCUA model card converts with smart_resize(factor=28, min_pixels=3136, max_pixels=12845056)
+    resize = SMART_RESIZE_DEFAULTS["qwen2_5_vl"]
     backend = None
     system_prompt = SYSTEM
     point_prompt = SYSTEM + "\n\n{core}"

@@ -1,11 +1,17 @@
-"""PaliGemma: ``<locYYYY>`` tokens, y before x, 1024 bins.
+"""PaliGemma: ``<locYYYY>`` tokens, y before x, 1024 tokens per axis (n/1023).
 
-Convention (PaliGemma model card / big_vision docs): detection answers are four location tokens
-``<loc{ymin}><loc{xmin}><loc{ymax}><loc{xmax}> label``, each a 4-digit bin index 0–1023 of the image
-height or width (1024 bins), several detections separated by `` ; ``. A run of two tokens
-``<loc{y}><loc{x}>`` is a point. Bins convert to their centres (see :mod:`pointfail.frames`). A run
-of another length is ``wrong_arity`` (runs of 8, 12, … are several boxes). Prompt: the ``detect``
-task prefix for both tasks (PaliGemma has no pointing prefix; the box centre is the point).
+Convention (PaliGemma model card; Google's big_vision PaliGemma code): detection answers are four
+location tokens ``<loc{ymin}><loc{xmin}><loc{ymax}><loc{xmax}> label``, each a 4-digit index 0–1023,
+several detections separated by `` ; ``. A run of two tokens ``<loc{y}><loc{x}>`` is a point. A run of
+another length is ``wrong_arity`` (runs of 8, 12, … are several boxes). Prompt: the ``detect`` task
+prefix for both tasks (PaliGemma has no pointing prefix; the box centre is the point).
+
+Token values follow the authors' rule both ways (frame kind ``bin_index``, :mod:`pointfail.frames`):
+big_vision writes a normalized coordinate ``v`` as ``<loc{round(v * 1023)}>`` and reads ``<locN>``
+back as ``N / 1023`` of the image side, so ``<loc0000>`` is the top/left edge and ``<loc1023>`` the
+bottom/right edge. Worked case: ``<loc0512><loc0256>`` on a 3840x2160 image is
+``x = 256 / 1023 * 3840 = 960.94`` px, ``y = 512 / 1023 * 2160 = 1081.06`` px (a bin-centre reading,
+``(256 + 0.5) / 1024 * 3840 = 961.88`` px, would be 0.94 px off; at ``<loc0000>`` and ``<loc1023>`` the gap is 1.875 px).
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ __all__ = ["PaliGemma", "FAMILY", "read_loc_runs"]
 
 
 class PaliGemma(LocTokenFamily):
-    """PaliGemma <locNNNN> detection tokens, 1024 bins, y first."""
+    """PaliGemma <locNNNN> detection tokens, n/1023 of the side, y first."""
 
     name = "paligemma"
-    frame = Frame("bins_1024_yx", "bins", 1024, "yx", "1024 bins per axis, y before x (PaliGemma <loc> tokens)")
+    frame = Frame("loc_1024_yx", "bin_index", 1024, "yx",
+                  "<loc0000>..<loc1023> = n/1023 of the side, y before x (PaliGemma, big_vision)")
     checkpoints = ("google/paligemma-3b-mix-448", "google/paligemma2-3b-mix-448")
     backend = None
     point_prompt = "detect {target}"

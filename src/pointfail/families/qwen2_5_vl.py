@@ -17,7 +17,7 @@ coordinates using JSON format" (box), the cookbook's wording.
 from __future__ import annotations
 
 from pointfail.families._qwen import KEYS, QwenJSONFamily
-from pointfail.frames import Frame
+from pointfail.frames import SMART_RESIZE_DEFAULTS, Frame
 
 __all__ = ["KEYS", "Qwen25VL", "FAMILY"]
 
@@ -28,6 +28,7 @@ class Qwen25VL(QwenJSONFamily):
     name = "qwen2_5_vl"
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
+    resize = SMART_RESIZE_DEFAULTS["qwen2_5_vl"]
     backend = "pointfail.backends.qwen2_5_vl"
     json_layout = "indented"
 

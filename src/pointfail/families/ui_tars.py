@@ -7,6 +7,14 @@ is the point). ``end_box`` of drag actions is not a target and is ignored. ``<po
 (later UI-TARS/Seed releases) is read too. Only the action counts; the ``Thought:`` prose before it is
 not scanned for numbers. Prompt: the UI-TARS grounding prompt ("Output only the coordinate of one
 point in your response. What element matches the following task: …").
+
+That short grounding prompt asks for a coordinate, not an action, and clients that send it (GUI
+grounding evaluations of UI-TARS) get, and read, a bare ``(x,y)``; so when the reply holds no action,
+a bare ``(x,y)`` (or ``(x1,y1,x2,y2)``) is read in the same frame (flag ``bare_tuple``), with the
+after-prose rule of :func:`~pointfail.families._text.read_bare_groups`. Worked case (UI-TARS v1,
+0–1000 grid): ``(235,512)`` on a 1920x1080 screenshot is ``(0.235 * 1920, 0.512 * 1080) =
+(451.2, 552.96)`` px. The action forms agree with ByteDance's ``ui-tars`` package
+(``ui_tars.action_parser.parse_action_to_structure_output``; tested against it).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import re
 
 from pointfail.families import Family
-from pointfail.families._text import Item, item_from_tokens, split_tokens
+from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens
 from pointfail.frames import Frame
 
 _START = re.compile(
@@ -57,7 +65,13 @@ class UITars(Family):
     box_prompt = GROUNDING_PROMPT
 
     def extract(self, text, diag):
-        return read_actions(text, diag)
+        """The action (:func:`read_actions`); with none, a bare ``(x,y)`` (flag ``bare_tuple``)."""
+        items = read_actions(text, diag)
+        if not items:
+            items = read_bare_groups(text, diag, "(", ")")
+            if items:
+                diag.flag("bare_tuple")
+        return items
 
     def format_point(self, x, y, image_size, model_input_size=None):
         fx, fy = self._frame_values(x, y, image_size, model_input_size)
