@@ -39,35 +39,43 @@ def test_report_files(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(toy)]) == 0
     out = toy / "report"
     html = (out / "failure_profile.html").read_text(encoding="utf-8")
-    # self-contained: plotly.js inlined, no external script
-    assert not re.search(r"<script[^>]+src=", html)
-    assert len(html) > 1_000_000
-    assert '"itemclick":"toggleothers"' in html
-    # hover shows exact counts: customdata carries [count, n, share]
-    assert "%{customdata[0]} of n = %{customdata[1]}" in html
+    # self-contained and small: no script at all, no external resource, CSS inlined
+    assert "<script" not in html and "http://" not in html and "https://" not in html
+    assert "<style>" in html and len(html) < 200_000
+    # a title, counts in every segment's label, and the tables
+    assert "<h1>Failure profile: toy</h1>" in html
+    assert 'data-model="alpha" data-benchmark="b2" data-segment="wrong_instance" data-count="1"' in html
+    assert 'title="alpha · b2 · no_prediction: 2 of 6 (33.3%)"' in html
+    assert 'data-model="beta" data-benchmark="pooled" data-segment="no_prediction" data-count="8"' in html
+    assert "Hit rate (%) with bootstrap 95% interval" in html and "<strong>40.0</strong>" in html
+    assert "Failure composition" in html
+    # no hallucinated miss in the toy study: no such segment (the legend still names every mode)
+    assert 'data-segment="hallucinated"' not in html
     for name in ("hit", "off_by_pixels", "wrong_instance", "unlabeled", "judge_unavailable", "pending", "no_prediction"):
-        assert f'"name":"{name}"' in html
-    assert '"name":"hallucinated"' not in html  # no hallucinated miss in the toy study: no empty trace
+        assert f'data-segment="{name}"' in html
+        assert f"<code>{name}</code>" in html  # legend: pattern swatch + text label
+    assert "list.html" not in html  # standalone: no links to the site
     for png in ("failure_profile.png", "tolerance.png", "gallery.png"):
         with Image.open(out / png) as im:
             assert im.format == "PNG" and im.width > 500 and im.height > 300
 
 
 def test_gallery_examples_and_images(tmp_path: Path) -> None:
-    st = toy_study(tmp_path / "toy")
+    st = toy_study(tmp_path / "records" / "toy")
     ex = gallery_examples(st)
-    picked = {k: (r.model, r.benchmark, r.sample_id) if r else None for k, r in ex.items()}
+    picked = {m: {k: (r.benchmark, r.sample_id) if r else None for k, r in slots.items()} for m, slots in ex.items()}
     assert picked == {
-        "hit": ("alpha", "b1", "s1"),
-        "off_by_pixels": ("alpha", "b1", "s4"),
-        "wrong_instance": ("alpha", "b2", "t2"),
-        "wrong_category": None,
-        "hallucinated": None,
+        "alpha": {"hit": ("b1", "s1"), "off_by_pixels": ("b1", "s4"), "wrong_instance": ("b2", "t2"),
+                  "wrong_category": None, "hallucinated": None},
+        "beta": {"hit": ("b1", "s4"), "off_by_pixels": None, "wrong_instance": None,
+                 "wrong_category": None, "hallucinated": None},
     }
-    # with an image on disk the panel shows it: a pure-blue image makes the gallery contain blue
-    img_study = tmp_path / "img"
-    (img_study / "images").mkdir(parents=True)
-    Image.new("RGB", (100, 100), (0, 0, 255)).save(img_study / "images" / "s1.png")
+    # with the image where the record says (relative to the checkout two levels above the study),
+    # the panel shows it: a pure-blue image makes the gallery contain blue
+    checkout = tmp_path / "checkout"
+    (checkout / "images").mkdir(parents=True)
+    Image.new("RGB", (100, 100), (0, 0, 255)).save(checkout / "images" / "s1.png")
+    img_study = checkout / "records" / "img"
     write_records(img_study / "m" / "b.jsonl", [rec("m", "b", "s1", "hit")])
     from pointfail.report import gallery_png
 
@@ -78,6 +86,32 @@ def test_gallery_examples_and_images(tmp_path: Path) -> None:
     gallery_png(st, tmp_path / "g2.png", "t")  # no images: panels drawn with a note, no error
     with Image.open(tmp_path / "g2.png") as im:
         assert (0, 0, 255) not in {c for _, c in im.convert("RGB").getcolors(1 << 20)}
+
+
+def test_gallery_says_which_command_brings_missing_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the suite images, each panel names the command (here: the default study's generated
+    suites, so `make data STUDY=default`), instead of a blank box."""
+    import shutil
+
+    import matplotlib.axes
+
+    study = tmp_path / "records" / "default"
+    shutil.copytree(REPO / "records" / "default", study, ignore=shutil.ignore_patterns("view", "report"))
+    texts: list[str] = []
+    orig = matplotlib.axes.Axes.text
+
+    def spy(self, x, y, s, *a, **k):  # type: ignore[no-untyped-def]
+        texts.append(str(s))
+        return orig(self, x, y, s, *a, **k)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", spy)
+    from pointfail.report import gallery_png
+
+    gallery_png(study, tmp_path / "g.png", "t")
+    notes = [t.replace("\n", " ") for t in texts if t.startswith("image not available")]
+    assert len(notes) == 10  # 2 models x 5 slots, every record's image missing
+    assert all("make data STUDY=default" in n for n in notes)
+    assert any("pointfail generate sheets --n 150 --seed 20261129 --out data/default/sheets" in n for n in notes)
 
 
 def test_notebook_is_valid_and_committed() -> None:

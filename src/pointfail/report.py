@@ -1,19 +1,24 @@
-"""Figures from a study's records: the failure profile (interactive HTML and PNG), tolerance curves,
-and a gallery with one hit and one example of each failure mode.
+"""Figures from a study's records: the failure profile (a self-contained HTML page and a PNG),
+tolerance curves, and a gallery of annotated examples.
 
 ``pointfail report records/<study>`` writes ``records/<study>/report/``:
 
-* ``failure_profile.html``: self-contained (plotly.js inlined, no network), one stacked bar per
-  model × benchmark (and pooled): hit, the four failure modes, unlabeled, judge_unavailable,
-  pending and no_prediction. Hovering a segment shows its exact count, n and share; clicking a legend
-  entry isolates that outcome (double-click toggles one).
-* ``failure_profile.png``: the same bars with matplotlib (Agg backend).
+* ``failure_profile.html``: one self-contained page (CSS inlined, no script, no network): the
+  study's title and description, sample counts, one stacked bar per model × benchmark and pooled
+  (hit, the four failure modes, unlabeled, judge_unavailable, pending, no_prediction), every segment
+  with its count written in it when it is wide enough and its name, count, n and share in its tooltip,
+  a pattern and a legend label per segment (readable without colour), the headline table and the
+  failure composition (and judge agreement when the study has two judges). The same page as the
+  study page of ``pointfail view`` (:mod:`pointfail.view.pages`), without the links to samples.
+* ``failure_profile.png``: the same bars with matplotlib (Agg backend), hatched per segment.
 * ``tolerance.png``: hit rate if a point within t px counted, t = 0..50, one panel per benchmark
   and pooled, one line per model (from the same numbers as ``tables/tolerance.csv``).
-* ``gallery.png``: one hit and one labeled miss of each failure mode, the target drawn in green
-  and the primary point in red, on the record's image when the file exists (its path is tried as
-  given, relative to the study directory and relative to the repository root two levels above);
-  otherwise on a blank canvas of the image's size with a note saying the image is not available.
+* ``gallery.png``: one row per model: one hit and one labeled miss of each failure mode, drawn by
+  :func:`pointfail.judge.render.render_annotated` (the judge's drawing rules: target tinted, every
+  parsed point and box, the primary point marked), cropped around the target and the points. The
+  image is looked up where the record says (relative to the checkout two levels above the study);
+  when it is not there the panel draws the annotation on a blank canvas of the image's size and says
+  which command brings the images (:func:`pointfail.view.images.missing_image_hint`).
 
 The figures are not part of ``SHA256SUMS`` (PNG bytes depend on the matplotlib and font versions);
 the numbers they draw are the tables'.
@@ -25,76 +30,54 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.aggregate import POOLED, Computed, _cells_keys, compute, load_study, records_files, tolerance_table
+from pointfail.aggregate import POOLED, Computed, compute, load_study, records_files, tolerance_table
 from pointfail.records import FAILURE_MODES, Record, read_records
+from pointfail.view.site import study_bars
+from pointfail.view.style import COLORS, HATCHES, SEGMENTS
+
+__all__ = [
+    "COLORS", "SEGMENTS", "REPORT_DIR", "profile_counts", "failure_profile_html", "failure_profile_png",
+    "tolerance_png", "gallery_examples", "gallery_png", "make_report", "reproduce_notebook", "write_notebook",
+    "NOTEBOOK_PATH",
+]
 
 REPORT_DIR = "report"
-
-SEGMENTS: tuple[str, ...] = ("hit", *FAILURE_MODES, "unlabeled", "judge_unavailable", "pending", "no_prediction")
-"""Stacking order of the failure-profile bars, bottom to top."""
-
-COLORS: dict[str, str] = {
-    "hit": "#2e7d32",
-    "off_by_pixels": "#9ccc65",
-    "wrong_instance": "#ffca28",
-    "wrong_category": "#fb8c00",
-    "hallucinated": "#d32f2f",
-    "unlabeled": "#9e9e9e",
-    "judge_unavailable": "#616161",
-    "pending": "#cfd8dc",
-    "no_prediction": "#5c6bc0",
-}
+GALLERY_SLOTS: tuple[str, ...] = ("hit", *FAILURE_MODES)
+"""Columns of the gallery."""
+CROP_MARGIN_PX = 48
+"""Margin around the target and the points when a gallery panel is cropped."""
+CROP_MIN = (360, 270)
+"""Smallest crop (W, H) in pixels of the original image, so the context stays readable."""
 
 
 def profile_counts(comp: Computed) -> list[tuple[str, str, dict[str, int], int]]:
     """``(model, benchmark, {segment: count}, n)`` per bar, in table order (benchmark ``pooled``
-    last per model). Segment counts add up to n."""
-    out = []
-    for m, b in _cells_keys(comp.models, comp.benchmarks_of):
-        c = comp.cells[(m, b)]
-        seg = {"hit": c.hit, **c.modes, **c.apart, "no_prediction": c.no_prediction}
-        out.append((m, b, seg, c.n))
-    return out
+    last per model). Segment counts add up to n (:func:`pointfail.view.site.study_bars`)."""
+    return study_bars(comp)
 
 
-def failure_profile_html(comp: Computed, title: str) -> str:
-    """The failure profile as a self-contained HTML page (plotly, ``include_plotlyjs=True``)."""
-    import plotly.graph_objects as go
+def failure_profile_html(study_dir: str | Path, comp: Computed, tables: dict[str, bytes]) -> str:
+    """The failure profile as one self-contained page (see the module docstring)."""
+    import tomllib
 
-    bars = profile_counts(comp)
-    x = [[b for _, b, _, _ in bars], [m for m, _, _, _ in bars]]
-    fig = go.Figure()
-    for s in SEGMENTS:
-        counts = [seg[s] for _, _, seg, _ in bars]
-        if not any(counts):
-            continue
-        ns = [n for *_, n in bars]
-        shares = [f"{100 * c / n:.1f}" if n else "n/a" for c, n in zip(counts, ns)]
-        fig.add_trace(
-            go.Bar(
-                name=s,
-                x=x,
-                y=[100 * c / n if n else 0 for c, n in zip(counts, ns)],
-                marker_color=COLORS[s],
-                customdata=list(zip(counts, ns, shares)),
-                hovertemplate="%{x}<br><b>" + s + "</b>: %{customdata[0]} of n = %{customdata[1]} (%{customdata[2]}%)<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="stack",
-        title=title,
-        yaxis_title="share of samples (%)",
-        legend=dict(itemclick="toggleothers", itemdoubleclick="toggle", title="click: isolate"),
-        template="plotly_white",
-        height=560,
-    )
-    return fig.to_html(include_plotlyjs=True, full_html=True, div_id="failure-profile")
+    from pointfail.view.pages import study_page_html
+
+    d = Path(study_dir)
+    name, description = d.resolve().name, ""
+    if (d / "study.toml").is_file():
+        with open(d / "study.toml", "rb") as f:
+            st = tomllib.load(f).get("study", {})
+        name, description = str(st.get("name") or name), str(st.get("description", ""))
+    errors = sum(comp.cells[(m, POOLED)].error for m in comp.models)
+    summary = {"records": sum(comp.cells[(m, POOLED)].n for m in comp.models) + errors, "models": len(comp.models),
+               "benchmarks": len(comp.benchmarks), "errors": errors}
+    return study_page_html(name, description, profile_counts(comp), tables, links=False, inline_css=True, summary=summary)
 
 
 def failure_profile_png(comp: Computed, path: Path, title: str) -> None:
     """The failure profile as stacked bars (matplotlib Agg): one bar per model × benchmark, grouped
     by benchmark with pooled bars last; the height of a segment is its share of n (%), the count is
-    written in segments tall enough to hold it."""
+    written in segments tall enough to hold it; every segment is hatched (readable without colour)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,10 +102,12 @@ def failure_profile_png(comp: Computed, path: Path, title: str) -> None:
         if not any(counts):
             continue
         vals = [100.0 * c / n if n else 0.0 for c, (_, _, _, n) in zip(counts, order)]
-        ax.bar(xs, vals, bottom=bottom, color=COLORS[s], label=s, edgecolor="white", linewidth=0.5, width=0.85)
+        ax.bar(xs, vals, bottom=bottom, color=COLORS[s], label=s, edgecolor="white", linewidth=0.5, width=0.85,
+               hatch=HATCHES[s])
         for i, (c, v) in enumerate(zip(counts, vals)):
             if c and v >= 5.0:
-                ax.text(xs[i], bottom[i] + v / 2, str(c), ha="center", va="center", fontsize=7)
+                ax.text(xs[i], bottom[i] + v / 2, str(c), ha="center", va="center", fontsize=7,
+                        bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(xs, labels, fontsize=7)
     ax.set_ylabel("share of samples (%); numbers are counts")
@@ -168,105 +153,124 @@ def tolerance_png(comp: Computed, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def gallery_examples(study_dir: str | Path) -> dict[str, Optional[Record]]:
-    """One record per gallery slot: ``hit`` and each failure mode, the first by (model, benchmark,
-    sample_id) order; ``None`` where the study has no such record."""
-    want = {"hit": None, **{m: None for m in FAILURE_MODES}}
-    cands: dict[str, tuple[tuple[str, str, str], Record]] = {}
+def gallery_examples(study_dir: str | Path) -> dict[str, dict[str, Optional[Record]]]:
+    """Per model, one record per gallery slot (``hit`` and each failure mode): the first by
+    (benchmark, sample_id) order; ``None`` where the model has no such record. Records are read with
+    :func:`pointfail.records.read_records`."""
+    cands: dict[str, dict[str, tuple[tuple[str, str], Record]]] = {}
     for p in records_files(study_dir):
         for r in read_records(p):
             slot = "hit" if r.outcome == "hit" else r.failure_mode
+            per = cands.setdefault(r.model, {})
             if slot is None:
                 continue
-            key = (r.model, r.benchmark, r.sample_id)
-            if slot not in cands or key < cands[slot][0]:
-                cands[slot] = (key, r)
-    for k in want:
-        want[k] = cands[k][1] if k in cands else None
-    return want
+            key = (r.benchmark, r.sample_id)
+            if slot not in per or key < per[slot][0]:
+                per[slot] = (key, r)
+    return {m: {s: (per[s][1] if s in per else None) for s in GALLERY_SLOTS} for m, per in sorted(cands.items())}
 
 
-def _resolve(path: str, study_dir: Path) -> Optional[Path]:
-    p = Path(path)
-    for c in (p, study_dir / p, study_dir.parent.parent / p):
-        if c.is_file():
-            return c
-    return None
+def _crop_box(r: Record, raster_bbox: Optional[tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    """The part of the image a panel shows: the target's and the points' bounding box, plus
+    :data:`CROP_MARGIN_PX`, at least :data:`CROP_MIN`, clipped to the image."""
+    w, h = r.image.width, r.image.height
+    xs: list[float] = []
+    ys: list[float] = []
+    if raster_bbox is not None:
+        xs += [raster_bbox[0], raster_bbox[2]]
+        ys += [raster_bbox[1], raster_bbox[3]]
+    if r.parse is not None:
+        for x, y in (p[:2] for p in r.parse.points):
+            xs.append(min(max(x * w, 0), w))
+            ys.append(min(max(y * h, 0), h))
+        for b in r.parse.boxes:
+            xs += [min(max(b[0] * w, 0), w), min(max(b[2] * w, 0), w)]
+            ys += [min(max(b[1] * h, 0), h), min(max(b[3] * h, 0), h)]
+    if not xs:
+        return 0, 0, w, h
+    x0, x1 = min(xs) - CROP_MARGIN_PX, max(xs) + CROP_MARGIN_PX
+    y0, y1 = min(ys) - CROP_MARGIN_PX, max(ys) + CROP_MARGIN_PX
+    mw, mh = min(CROP_MIN[0], w), min(CROP_MIN[1], h)
+    if x1 - x0 < mw:
+        c = (x0 + x1) / 2
+        x0, x1 = c - mw / 2, c + mw / 2
+    if y1 - y0 < mh:
+        c = (y0 + y1) / 2
+        y0, y1 = c - mh / 2, c + mh / 2
+    dx = max(0.0, -x0) - max(0.0, x1 - w)
+    dy = max(0.0, -y0) - max(0.0, y1 - h)
+    x0, x1, y0, y1 = x0 + dx, x1 + dx, y0 + dy, y1 + dy
+    return int(max(0, x0)), int(max(0, y0)), int(min(w, round(x1))), int(min(h, round(y1)))
 
 
-def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path) -> None:
+def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path, model: str) -> None:
     import numpy as np
-    from matplotlib.patches import Polygon, Rectangle
+    from PIL import Image
+
+    from pointfail.judge.render import render_annotated, target_raster
+    from pointfail.scoring import primary_point
+    from pointfail.view.images import find_checkout, missing_image_hint, resolve_inside
 
     ax.set_xticks([])
     ax.set_yticks([])
     if r is None:
-        ax.set_title(slot, fontsize=10)
-        ax.text(0.5, 0.5, f"no {slot} in this study", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+        ax.set_title(f"{slot}\n{model}", fontsize=9)
+        ax.text(0.5, 0.5, f"no {slot} for {model}", ha="center", va="center", transform=ax.transAxes, fontsize=9)
         return
     w, h = r.image.width, r.image.height
-    img_path = _resolve(r.image.path, study_dir)
+    roots = [find_checkout(study_dir)]
+    img_path = resolve_inside(r.image.path, roots)
     note = None
-    img = None
-    if img_path is not None:
-        try:
-            from PIL import Image
-
-            with Image.open(img_path) as im:
-                img = np.asarray(im.convert("RGB"))
-        except OSError as e:
-            note = f"image unreadable: {e}"
-    else:
-        note = "image not available:\n" + textwrap.shorten(Path(r.image.path).name, width=40, placeholder="…")
-    if img is None:
-        img = np.full((h, w, 3), 235, dtype=np.uint8)
-    ax.imshow(img, extent=(0, w, h, 0), interpolation="nearest")
-    t = r.target
-    if t.kind == "boxes" and t.boxes:
-        for x0, y0, x1, y1 in t.boxes:
-            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=True, facecolor=(0, 0.8, 0, 0.25), edgecolor="lime", linewidth=1.5))
-    elif t.kind == "polygon" and t.polygons:
-        for poly in t.polygons:
-            ax.add_patch(Polygon(poly, closed=True, facecolor=(0, 0.8, 0, 0.25), edgecolor="lime", linewidth=1.5))
-    elif t.kind == "mask" and t.mask_path:
-        mp = _resolve(t.mask_path, study_dir)
-        if mp is not None:
-            from PIL import Image
-
-            with Image.open(mp) as mk:
-                m = np.asarray(mk.convert("L")) > 0
-            overlay = np.zeros((m.shape[0], m.shape[1], 4))
-            overlay[m] = (0, 0.8, 0, 0.35)
-            ax.imshow(overlay, extent=(0, w, h, 0), interpolation="nearest")
-    if r.parse is not None and r.parse.points:
-        x, y = r.parse.points[0]
-        ax.plot([x * w], [y * h], marker="o", markersize=9, markerfacecolor="red", markeredgecolor="white", markeredgewidth=1.5)
-    if r.parse is not None and r.parse.boxes:
-        x0, y0, x1, y1 = r.parse.boxes[0]
-        ax.add_patch(Rectangle((x0 * w, y0 * h), (x1 - x0) * w, (y1 - y0) * h, fill=False, edgecolor="red", linewidth=1.5))
-    ax.set_xlim(0, w)
-    ax.set_ylim(h, 0)
-    ax.set_title(f"{slot}\n{r.model} · {r.benchmark} · {r.sample_id}", fontsize=9)
+    source: Any = img_path
+    if img_path is None:
+        note = "image not available: " + missing_image_hint(study_dir, r.benchmark)
+        source = Image.new("RGB", (w, h), (235, 235, 235))
+    target = r.target
+    if target.kind == "mask":
+        mp = resolve_inside(target.mask_path or "", roots)
+        target = target.model_copy(update={"mask_path": str(mp)}) if mp is not None else target.model_copy(update={"kind": "absent"})
+    try:
+        raster = target_raster(target, (w, h))
+        parse = r.parse
+        pic = render_annotated(source, raster, parse.points if parse else [], parse.boxes if parse else [], primary_point(parse))
+    except (OSError, ValueError) as e:  # an unreadable image or mask: say so in the panel
+        note = f"cannot draw: {e}"
+        raster = np.zeros((h, w), dtype=bool)
+        pic = Image.new("RGB", (w, h), (235, 235, 235))
+    rows = np.flatnonzero(raster.any(axis=1))
+    bbox = None
+    if rows.size:
+        cols = np.flatnonzero(raster.any(axis=0))
+        bbox = (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+    x0, y0, x1, y1 = _crop_box(r, bbox)
+    ax.imshow(np.asarray(pic.crop((x0, y0, x1, y1))), extent=(x0, x1, y1, y0), interpolation="lanczos")
+    ax.set_title(f"{slot} · {r.model}\n{r.benchmark} · {r.sample_id}", fontsize=9)
     for side in ax.spines.values():
         side.set_edgecolor(COLORS[slot])
-        side.set_linewidth(3)
-    instr = textwrap.shorten(r.prompt.original, width=90, placeholder=" …")
-    ax.set_xlabel("\n".join(textwrap.wrap(instr, 45)), fontsize=7)
+        side.set_linewidth(4)
+    instr = textwrap.shorten(r.prompt.original, width=110, placeholder=" …")
+    crop_txt = "" if (x0, y0, x1, y1) == (0, 0, w, h) else f" [crop x {x0}–{x1}, y {y0}–{y1} of {w}×{h}]"
+    dist = r.geometry.distance_px
+    ax.set_xlabel("\n".join(textwrap.wrap(instr, 55)) + f"\n{'' if dist is None else f'{dist:.1f} px from target'}{crop_txt}", fontsize=7)
     if note:
-        ax.text(0.5, 0.04, note, ha="center", va="bottom", transform=ax.transAxes, fontsize=7, color="#444444")
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(note, 48)), ha="center", va="center", transform=ax.transAxes, fontsize=7,
+                color="#222222", bbox=dict(boxstyle="round", facecolor="white", edgecolor="#f9a825", alpha=0.92))
 
 
-def gallery_png(study_dir: str | Path, path: Path, title: str) -> dict[str, Optional[Record]]:
-    """The gallery: one hit and one example of each failure mode (target green, point red)."""
+def gallery_png(study_dir: str | Path, path: Path, title: str) -> dict[str, dict[str, Optional[Record]]]:
+    """The gallery (module docstring): one row per model, one hit and one example of each failure
+    mode. Returns the records drawn (:func:`gallery_examples`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ex = gallery_examples(study_dir)
-    fig, axes = plt.subplots(1, len(ex), figsize=(3.4 * len(ex), 3.8), dpi=110)
-    for ax, (slot, r) in zip(axes, ex.items()):
-        _draw_example(ax, slot, r, Path(study_dir))
+    nrow = max(1, len(ex))
+    fig, axes = plt.subplots(nrow, len(GALLERY_SLOTS), figsize=(4.6 * len(GALLERY_SLOTS), 4.6 * nrow), dpi=110, squeeze=False)
+    for row, (model, slots) in zip(axes, ex.items()):
+        for ax, slot in zip(row, GALLERY_SLOTS):
+            _draw_example(ax, slot, slots[slot], Path(study_dir), model)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)
@@ -280,6 +284,8 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
     Raises:
         RecordError, AggregateError: as :func:`pointfail.aggregate.load_study`.
     """
+    from pointfail.aggregate import build_tables
+
     d = Path(study_dir)
     study = load_study(d)
     comp = compute(study)
@@ -287,13 +293,13 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
     out.mkdir(parents=True, exist_ok=True)
     html = out / "failure_profile.html"
     with open(html, "w", encoding="utf-8", newline="\n") as f:
-        f.write(failure_profile_html(comp, f"Failure profile: {study.name}"))
+        f.write(failure_profile_html(d, comp, build_tables(study)))
     png = out / "failure_profile.png"
     failure_profile_png(comp, png, f"Failure profile: {study.name}")
     tol = out / "tolerance.png"
     tolerance_png(comp, tol, f"Tolerance curves: {study.name}")
     gal = out / "gallery.png"
-    gallery_png(d, gal, f"One hit and one miss of each failure mode: {study.name}")
+    gallery_png(d, gal, f"One hit and one miss of each failure mode, per model: {study.name}")
     return [html, png, tol, gal]
 
 

@@ -162,18 +162,12 @@ class Family:
         result = dict(family=self.name, frame=self.frame.name)
         if not text or not text.strip():
             return ParseResult(**result, reason="empty")
-        s = normalize(text, diag)
-        answer = strip_reasoning(s, diag)
+        answer = self._answer(text, diag)
         if answer is None:
             return ParseResult(**result, flags=diag.flags, reason="truncated", truncated=True)
-        answer = strip_fences(answer, diag)
         if not answer.strip():
             return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="empty")
-        items = sort_items(self.extract(answer, diag))
-        if not items:
-            items = read_xy_pairs(answer, diag)
-            if items:
-                diag.flag("xy_pairs")
+        items = self._items(answer, diag)
         truncated = looks_truncated(answer)
         if truncated:
             diag.flag("truncated")
@@ -226,6 +220,49 @@ class Family:
             reason=reason,
             truncated=truncated,
         )
+
+    def _answer(self, text: str, diag: Diagnostics) -> Optional[str]:
+        """Steps 1–3 of the pipeline: the text the readers see, ``None`` when the reply was cut
+        inside its reasoning."""
+        answer = strip_reasoning(normalize(text, diag), diag)
+        return None if answer is None else strip_fences(answer, diag)
+
+    def _items(self, answer: str, diag: Diagnostics) -> list[Item]:
+        """Step 4: the coordinate groups in the family's syntax, else the generic ``x=…, y=…`` pairs."""
+        items = sort_items(self.extract(answer, diag))
+        if not items:
+            items = read_xy_pairs(answer, diag)
+            if items:
+                diag.flag("xy_pairs")
+        return items
+
+    def spans(self, text: Optional[str]) -> list[tuple[int, int]]:
+        """Where in ``text`` the coordinate groups :meth:`parse` reads were written, for display:
+        ``[(start, end), ...]`` character offsets into ``text``, in reply order, one per group
+        (groups whose numbers :meth:`parse` then rejects included).
+
+        The readers run on the normalized answer (pipeline steps 1–4); each group's source fragment
+        is located in ``text`` searching backwards from the end (the answer follows any reasoning). A
+        fragment that normalization changed (full-width digits) is not found verbatim and gets no
+        span. Never raises on model text."""
+        if not text or not text.strip():
+            return []
+        diag = Diagnostics()
+        answer = self._answer(text, diag)
+        if answer is None or not answer.strip():
+            return []
+        out: list[tuple[int, int]] = []
+        end = len(text)
+        for it in reversed(self._items(answer, diag)):
+            frag = it.source
+            if not frag:
+                continue
+            at = text.rfind(frag, 0, end)
+            if at < 0:
+                continue
+            out.append((at, at + len(frag)))
+            end = at
+        return out[::-1]
 
     # ---------------------------------------------------------------- writing (tests, generators)
 

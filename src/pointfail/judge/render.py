@@ -16,6 +16,12 @@ Drawing rules:
   1024x768) and width ``max(2, r // 4)``, around the predicted point, plus a red centre dot of radius
   ``max(1, r // 5)``; the ring leaves what is under the point visible. A point outside the image is
   drawn at the nearest position on the image border (the prompt then says the point is outside).
+* **Every parsed point and box** (:func:`annotation`, :func:`render_annotated`; the report's gallery
+  and ``pointfail view`` draw with these rules, the judge sees only the primary point): the primary
+  point (``scoring.primary_point``: the first point, else the first box's centre) gets the marker above;
+  every other point a thinner orange ring of radius ``max(3, round(0.6 * r))`` without a dot; every
+  predicted box (normalized in the record, drawn in pixels ``x * W``, ``y * H``) a red outline, 3 px
+  for the primary box, 1 px for the others.
 * **Bytes.** PNG, RGB, zlib level 1 (fast; size does not matter on loopback or LAN), no metadata (no time stamp, no text chunks): the same inputs and
   Pillow version give the same bytes.
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -41,6 +48,10 @@ TINT_ALPHA = TINT_ALPHA_NUM / TINT_ALPHA_DEN
 """Opacity of the green tint (0.45)."""
 MARKER_FRACTION = 0.02
 """Marker radius as a fraction of the image's shorter side."""
+ORANGE = (255, 140, 0)
+"""Colour of the rings of the other (not scored) points (RGB)."""
+SECONDARY_FRACTION = 0.6
+"""Ring radius of the other points relative to the primary marker's."""
 
 
 def _resolve(path: str, base_dir: Optional[Union[str, Path]]) -> Path:
@@ -48,6 +59,26 @@ def _resolve(path: str, base_dir: Optional[Union[str, Path]]) -> Path:
     if p.is_absolute() or base_dir is None:
         return p
     return Path(base_dir) / p
+
+
+def box_cells(box: Sequence[float], image_size: tuple[int, int]) -> Optional[tuple[int, int, int, int]]:
+    """The pixel cells a target box covers: ``(c0, r0, c1, r1)``, inclusive column and row indices
+    clipped to the image, or ``None`` when the box lies outside it.
+
+    Args:
+        box: ``[x0, y0, x1, y1]`` in absolute pixels of the original image (corners in any order);
+            edges inclusive, so column ``i`` (span ``[i, i + 1)``) is covered when it meets ``[x0, x1]``.
+        image_size: ``(W, H)`` in pixels.
+    """
+    w, h = image_size
+    x0, y0, x1, y1 = (float(v) for v in box)
+    x0, x1 = sorted((x0, x1))
+    y0, y1 = sorted((y0, y1))
+    c0, c1 = max(math.floor(x0), 0), min(math.floor(x1), w - 1)
+    r0, r1 = max(math.floor(y0), 0), min(math.floor(y1), h - 1)
+    if c0 <= c1 and r0 <= r1:
+        return c0, r0, c1, r1
+    return None
 
 
 def target_raster(
@@ -80,12 +111,9 @@ def target_raster(
         return mask
     if target.kind == "boxes":
         for box in target.boxes or []:
-            x0, y0, x1, y1 = (float(v) for v in box)
-            x0, x1 = sorted((x0, x1))
-            y0, y1 = sorted((y0, y1))
-            c0, c1 = max(math.floor(x0), 0), min(math.floor(x1), w - 1)
-            r0, r1 = max(math.floor(y0), 0), min(math.floor(y1), h - 1)
-            if c0 <= c1 and r0 <= r1:
+            cells = box_cells(box, (w, h))
+            if cells is not None:
+                c0, r0, c1, r1 = cells
                 raster[r0 : r1 + 1, c0 : c1 + 1] = True
         return raster
     if target.kind == "polygon":
@@ -124,6 +152,204 @@ def point_outside(point_norm: Sequence[float]) -> bool:
     return not (0.0 <= x <= 1.0 and 0.0 <= y <= 1.0)
 
 
+@dataclass(frozen=True)
+class Marker:
+    """One parsed point as drawn, in pixels of the original image.
+
+    Attributes:
+        x, y: the centre, ``(x_norm * W, y_norm * H)`` clamped to ``[0, W] x [0, H]``.
+        radius, width: ring radius and stroke width (pixels).
+        dot: radius of the filled centre dot (0: none; only the primary point has one).
+        index: 0-based position of the point in the reply's points (-1: the centre of the first
+            box, used as the primary point when the reply has no point).
+        primary: whether this is the scored point.
+        outside: the point lies outside the image and is drawn at the nearest border position.
+        color: RGB of the ring (and dot).
+    """
+
+    x: float
+    y: float
+    radius: int
+    width: int
+    dot: int
+    index: int
+    primary: bool
+    outside: bool
+    color: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What an annotated image shows besides the target tint (module docstring, "Drawing rules").
+
+    Attributes:
+        image_size: ``(W, H)`` in pixels.
+        markers: secondary points first, the primary point last (it is drawn on top).
+        boxes: predicted boxes ``(x0, y0, x1, y1)`` in pixels of the original image, reply order.
+        primary_box: index into ``boxes`` of the primary box (the first), ``None`` without boxes.
+    """
+
+    image_size: tuple[int, int]
+    markers: tuple[Marker, ...] = ()
+    boxes: tuple[tuple[float, float, float, float], ...] = ()
+    primary_box: Optional[int] = None
+
+
+def _marker(point_norm: Sequence[float], image_size: tuple[int, int], index: int, primary: bool) -> Marker:
+    x, y = (float(v) for v in point_norm[:2])
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"point must be finite, got {point_norm!r}")
+    w, h = image_size
+    r = marker_radius(image_size)
+    cx = min(max(x * w, 0.0), float(w))
+    cy = min(max(y * h, 0.0), float(h))
+    if primary:
+        return Marker(cx, cy, r, max(2, r // 4), max(1, r // 5), index, True, point_outside((x, y)), RED)
+    rs = max(3, round(SECONDARY_FRACTION * r))
+    return Marker(cx, cy, rs, max(1, r // 6), 0, index, False, point_outside((x, y)), ORANGE)
+
+
+def annotation(
+    points: Sequence[Sequence[float]],
+    boxes: Sequence[Sequence[float]],
+    image_size: tuple[int, int],
+    primary: Optional[Sequence[float]] = None,
+) -> Annotation:
+    """The markers and boxes of one parsed answer (rules in the module docstring).
+
+    Args:
+        points: parsed points ``[[x, y], ...]`` normalized (unit square, origin top-left), reply order.
+        boxes: parsed boxes ``[[x0, y0, x1, y1], ...]`` normalized, reply order.
+        image_size: ``(W, H)`` of the original image in pixels.
+        primary: the scored point, normalized; pass ``scoring.primary_point(parse)`` (the first
+            point, else the first box's centre). ``None``: no primary marker.
+
+    Raises:
+        ValueError: a non-finite primary point. Non-finite secondary points and boxes are skipped
+            (a record never holds them; the parser drops them).
+    """
+    w, h = image_size
+    markers: list[Marker] = []
+    prim_index: Optional[int] = None
+    if primary is not None:
+        prim_index = -1
+        for i, p in enumerate(points):
+            if len(p) >= 2 and float(p[0]) == float(primary[0]) and float(p[1]) == float(primary[1]):
+                prim_index = i
+                break
+    for i, p in enumerate(points):
+        if i == prim_index or len(p) < 2 or not all(math.isfinite(float(v)) for v in p[:2]):
+            continue
+        markers.append(_marker(p, image_size, i, primary=False))
+    if primary is not None:
+        markers.append(_marker(primary, image_size, prim_index if prim_index is not None else -1, primary=True))
+    px_boxes = []
+    for b in boxes:
+        if len(b) == 4 and all(math.isfinite(float(v)) for v in b):
+            px_boxes.append((float(b[0]) * w, float(b[1]) * h, float(b[2]) * w, float(b[3]) * h))
+    return Annotation((w, h), tuple(markers), tuple(px_boxes), 0 if px_boxes else None)
+
+
+def tint(pixels: np.ndarray, raster: np.ndarray) -> None:
+    """Blend the target colour into ``pixels`` (``(H, W, 3)`` uint8, in place) where ``raster``
+    (``(H, W)`` bool) is set: ``round((1 - a) * pixel + a * GREEN)`` with integer arithmetic."""
+    rows = np.flatnonzero(raster.any(axis=1))
+    if not rows.size:
+        return
+    cols = np.flatnonzero(raster.any(axis=0))  # tint inside the raster's bounding box only
+    r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    sub = raster[r0:r1, c0:c1]
+    patch = pixels[r0:r1, c0:c1]
+    green = np.array(GREEN, dtype=np.uint16)
+    sel = patch[sub].astype(np.uint16)
+    blended = (sel * (TINT_ALPHA_DEN - TINT_ALPHA_NUM) + green * TINT_ALPHA_NUM + TINT_ALPHA_DEN // 2) // TINT_ALPHA_DEN
+    patch[sub] = blended.astype(np.uint8)
+
+
+def tint_layer(raster: np.ndarray) -> tuple[Image.Image, tuple[int, int]]:
+    """The tint as a transparent layer for viewers that stack it over the image: an RGBA image of
+    the raster's bounding box, ``GREEN`` with alpha ``round(255 * TINT_ALPHA)`` on target pixels and
+    fully transparent elsewhere, and its top-left corner ``(x, y)`` in pixels. An empty raster gives
+    a 1x1 transparent layer at ``(0, 0)``."""
+    rows = np.flatnonzero(raster.any(axis=1))
+    if not rows.size:
+        return Image.new("RGBA", (1, 1), (0, 0, 0, 0)), (0, 0)
+    cols = np.flatnonzero(raster.any(axis=0))
+    r0, r1, c0, c1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    sub = raster[r0:r1, c0:c1]
+    rgba = np.zeros(sub.shape + (4,), dtype=np.uint8)
+    rgba[sub] = (*GREEN, round(255 * TINT_ALPHA))
+    return Image.fromarray(rgba, mode="RGBA"), (c0, r0)
+
+
+def paint(image: Image.Image, ann: Annotation) -> None:
+    """Draw the boxes and markers of ``ann`` on ``image`` (RGB, in place): boxes first, then
+    secondary points, the primary point last."""
+    draw = ImageDraw.Draw(image)
+    for i, (x0, y0, x1, y1) in enumerate(ann.boxes):
+        draw.rectangle([min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)], outline=RED,
+                       width=3 if i == ann.primary_box else 1)
+    for m in ann.markers:
+        draw.ellipse([m.x - m.radius, m.y - m.radius, m.x + m.radius, m.y + m.radius], outline=m.color, width=m.width)
+        if m.dot:
+            draw.ellipse([m.x - m.dot, m.y - m.dot, m.x + m.dot, m.y + m.dot], fill=m.color)
+
+
+def _raster_for(target: object, size: tuple[int, int], base_dir: Optional[Union[str, Path]]) -> np.ndarray:
+    w, h = size
+    if isinstance(target, Target):
+        return target_raster(target, (w, h), base_dir)
+    if hasattr(target, "kind") and hasattr(target, "image_size"):  # a geometry.TargetRegion
+        return _region_raster(target, (w, h))
+    raster = np.asarray(target, dtype=bool)
+    if raster.shape != (h, w):
+        raise ValueError(f"target raster is {raster.shape[1]}x{raster.shape[0]}, image is {w}x{h}")
+    return raster
+
+
+def _load_rgb(image_path: Union[str, Path, Image.Image]) -> np.ndarray:
+    if isinstance(image_path, Image.Image):
+        return np.array(image_path.convert("RGB"), dtype=np.uint8)
+    with Image.open(image_path) as im:
+        im.load()
+        return np.array(im if im.mode == "RGB" else im.convert("RGB"), dtype=np.uint8)
+
+
+def render_annotated(
+    image_path: Union[str, Path, Image.Image],
+    target: Union[Target, np.ndarray],
+    points: Sequence[Sequence[float]],
+    boxes: Sequence[Sequence[float]] = (),
+    primary: Optional[Sequence[float]] = None,
+    *,
+    base_dir: Optional[Union[str, Path]] = None,
+) -> Image.Image:
+    """An image with the target tinted and every parsed point and box drawn (module docstring), for
+    people (the report's gallery); the judge gets :func:`render_miss`.
+
+    Args:
+        image_path: the original image, or a ``PIL.Image`` (e.g. a blank canvas of the image's size
+            when the file is missing).
+        target: as in :func:`render_miss`.
+        points, boxes, primary: as in :func:`annotation` (normalized, unit square).
+        base_dir: directory relative mask paths are resolved against.
+
+    Returns:
+        An RGB ``PIL.Image`` of the original image's size.
+
+    Raises:
+        OSError / PIL.UnidentifiedImageError: the image cannot be read.
+        ValueError: a non-finite primary point, or a target raster whose shape differs from the image.
+    """
+    pixels = _load_rgb(image_path)
+    h, w = pixels.shape[:2]
+    ann = annotation(points, boxes, (w, h), primary)
+    tint(pixels, _raster_for(target, (w, h), base_dir))
+    out = Image.fromarray(pixels)
+    paint(out, ann)
+    return out
+
+
 def render_miss(
     image_path: Union[str, Path],
     target: Union[Target, np.ndarray],
@@ -151,36 +377,11 @@ def render_miss(
     x, y = (float(v) for v in point_norm)
     if not (math.isfinite(x) and math.isfinite(y)):
         raise ValueError(f"point must be finite, got {point_norm!r}")
-    with Image.open(image_path) as im:
-        im.load()
-        pixels = np.array(im if im.mode == "RGB" else im.convert("RGB"), dtype=np.uint8)
+    pixels = _load_rgb(image_path)
     h, w = pixels.shape[:2]
-    if isinstance(target, Target):
-        raster = target_raster(target, (w, h), base_dir)
-    elif hasattr(target, "kind") and hasattr(target, "image_size"):  # a geometry.TargetRegion
-        raster = _region_raster(target, (w, h))
-    else:
-        raster = np.asarray(target, dtype=bool)
-        if raster.shape != (h, w):
-            raise ValueError(f"target raster is {raster.shape[1]}x{raster.shape[0]}, image is {w}x{h}")
-    rows = np.flatnonzero(raster.any(axis=1))
-    if rows.size:  # tint inside the raster's bounding box only (same result, less work)
-        cols = np.flatnonzero(raster.any(axis=0))
-        r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
-        sub = raster[r0:r1, c0:c1]
-        patch = pixels[r0:r1, c0:c1]
-        green = np.array(GREEN, dtype=np.uint16)
-        sel = patch[sub].astype(np.uint16)
-        blended = (sel * (TINT_ALPHA_DEN - TINT_ALPHA_NUM) + green * TINT_ALPHA_NUM + TINT_ALPHA_DEN // 2) // TINT_ALPHA_DEN
-        patch[sub] = blended.astype(np.uint8)
+    tint(pixels, _raster_for(target, (w, h), base_dir))
     out = Image.fromarray(pixels)
-    r = marker_radius((w, h))
-    cx = min(max(x * w, 0.0), float(w))
-    cy = min(max(y * h, 0.0), float(h))
-    draw = ImageDraw.Draw(out)
-    draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=RED, width=max(2, r // 4))
-    d = max(1, r // 5)
-    draw.ellipse([cx - d, cy - d, cx + d, cy + d], fill=RED)
+    paint(out, annotation([], [], (w, h), primary=(x, y)))
     buf = io.BytesIO()
     out.save(buf, format="PNG", compress_level=1, optimize=False)
     return buf.getvalue()
