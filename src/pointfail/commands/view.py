@@ -28,7 +28,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 and open it in a browser")
     p.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
     p.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
-    p.add_argument("--fiftyone", metavar="DIR", help="also export the study for FiftyOne (FiftyOneDataset layout)")
     p.set_defaults(func=run)
 
 
@@ -47,11 +46,6 @@ def run(args: argparse.Namespace) -> int:
     for b, (n, hint) in sorted(res.missing_images.items()):
         print(f"[view] {n} records of {b} have no image: {hint}")
     print(f"[view] open {res.out_dir / 'index.html'}")
-    if args.fiftyone:
-        from pointfail.view.fiftyone import export_fiftyone
-
-        n = export_fiftyone(args.study, args.fiftyone, image_roots=args.image_root)
-        print(f"[view] FiftyOne dataset: {n} samples in {args.fiftyone}")
     if args.serve:
         try:
             serve(res.out_dir, port=args.port, open_browser=not args.no_open)

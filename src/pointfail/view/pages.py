@@ -168,7 +168,7 @@ def page_html(title: str, body: str, *, css: str, head_extra: str = "", scripts:
     style = f"<style>\n{css}</style>" if inline_css else f'<link rel="stylesheet" href="{escape(css)}">'
     tags = "".join(f'<script src="{escape(s)}"></script>' for s in scripts)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">'
             f"<title>{escape(title)}</title>{style}{head_extra}</head>\n<body>\n{body}\n{tags}</body></html>\n")
 
 
