@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 SCHEMA_VERSION = 1
 """Integer version of the record schema; bumped on any incompatible change."""
@@ -148,10 +148,54 @@ class Prompt(_Model):
     stripped: list[str] = Field(default_factory=list)
 
 
+InputSizeSource = Literal["client_resized", "server_budget", "provider_documented", "original", "unknown"]
+"""How a served sample's model-input size is known (:mod:`pointfail.served.inputs`): ``client_resized``
+(the client sent the image at the processor's ``smart_resize`` size for the declared pixel budget, so
+the server's resize is the identity), ``server_budget`` (sent at full size; the size is the server's
+``smart_resize`` under its declared budget), ``provider_documented`` (the provider's documented
+downscaling), ``original`` (the model receives the image as sent, at its original size), ``unknown``
+(no budget declared for a resized-input frame: not guessed)."""
+
+
+class ServedInfo(_Model):
+    """How a served model (an OpenAI-compatible chat-completions server) answered one sample.
+
+    Attributes:
+        api: ``"openai-chat"``. model: the model name the server reported (``None`` if it sent none).
+        sent_size: ``[W, H]`` pixels of the image the client sent. received_size: ``[W, H]`` of the
+            image the model received, when known (see ``input_size_source``); ``None`` when unknown.
+        input_size_source: see :data:`InputSizeSource`. input_size_note: why, in words, when the
+            size is unknown or the server's resize is not the identity.
+        finish_reason: the server's ``finish_reason`` (``stop``, ``length``, ``content_filter``, ...).
+        refusal: the refusal text when the model refused (recorded, not retried).
+        requests: HTTP requests made for this sample (1 + retries). transport_failures: those that
+            failed in transport (429, 5xx, timeout, dropped connection, malformed body).
+        response_format: ``"json_schema:<name>"`` when structured output was requested, else ``None``.
+        preset: the protocol preset used (``"pointerbench-frontier"``), else ``None``.
+        system_prompt: whether a system message was sent (its text is the preset's or the family's).
+    """
+
+    api: Literal["openai-chat"] = "openai-chat"
+    model: Optional[str] = None
+    sent_size: Optional[list[int]] = None
+    received_size: Optional[list[int]] = None
+    input_size_source: InputSizeSource = "original"
+    input_size_note: Optional[str] = None
+    finish_reason: Optional[str] = None
+    refusal: Optional[str] = None
+    requests: int = 1
+    transport_failures: int = 0
+    response_format: Optional[str] = None
+    preset: Optional[str] = None
+    system_prompt: bool = False
+
+
 class Response(_Model):
     """What a worker wrote for one sample. ``model_input_size`` is ``[width, height]`` in pixels of
     the image the processor actually fed the model (needed by resized-input frames); ``error`` is set
-    (and ``raw_text`` is ``None``) for an infrastructure failure."""
+    (and ``raw_text`` is ``None``) for an infrastructure failure. ``served`` is set only for models
+    answered through a server (:class:`ServedInfo`) and left out of the JSON when ``None``, so records
+    of in-container models are unchanged by its existence."""
 
     raw_text: Optional[str] = None
     model_input_size: Optional[list[int]] = None
@@ -159,6 +203,14 @@ class Response(_Model):
     output_tokens: Optional[int] = None
     seconds: Optional[float] = None
     error: Optional[str] = None
+    served: Optional[ServedInfo] = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unserved(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("served") is None:
+            data.pop("served", None)
+        return data
 
 
 class ParseResult(_Model):

@@ -105,9 +105,16 @@ def _video_processor(cls_name: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def _save(model, processor, out: Path) -> Path:
+    """Save model and processor to ``out``. A processor with a video processor also gets it written
+    on its own as ``video_preprocessor_config.json`` (the layout of the released checkpoints):
+    transformers 5.x keeps it only inside ``processor_config.json`` otherwise, and loaders that look
+    for the separate file (``transformers serve``'s ``AutoProcessor`` path) fail without it."""
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    video = getattr(processor, "video_processor", None)
+    if video is not None:
+        video.save_pretrained(out)
     return out
 
 
@@ -117,7 +124,28 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _qwen(out: Path, *, version: str, seed: int) -> Path:
+def plain_answer_suppressions(tok: Any, specials: list[str], end_of_turn: str) -> list[int]:
+    """Token ids a ``plain`` tiny checkpoint never generates: every special token but ``end_of_turn``,
+    and the byte tokens of whitespace characters (``str.isspace``: tab, line feed, vertical tab, form
+    feed, carriage return, the separators 0x1c-0x1f, space).
+
+    Why: random weights emit both, a trained checkpoint writes neither at the edges of an answer, and
+    decoders disagree on them: the worker's decode (``skip_special_tokens=True``) drops control tokens
+    and keeps whitespace, while ``transformers serve`` reads the reply through its response template
+    (``transformers/cli/serving/utils.py``, Qwen fallback), which keeps control tokens, closes the
+    content at a turn marker and drops trailing whitespace. A plain checkpoint's answers decode to the
+    same text on both paths, so served and in-container records can be compared byte for byte.
+    """
+    ids = [tok.convert_tokens_to_ids(t) for t in specials if t != end_of_turn]
+    for ch in "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ":
+        enc = tok.encode(ch, add_special_tokens=False)
+        if len(enc) != 1:
+            raise ValueError(f"whitespace {ch!r} is not one byte token: {enc}")
+        ids.append(enc[0])
+    return sorted(set(ids))
+
+
+def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
     import transformers as T
 
     _seed(seed)
@@ -159,6 +187,8 @@ def _qwen(out: Path, *, version: str, seed: int) -> Path:
                                  merge_size=2, temporal_patch_size=2)
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.eos_token_id = ids["<|im_end|>"]
+    if plain:
+        model.generation_config.suppress_tokens = plain_answer_suppressions(tok, QWEN_SPECIALS, "<|im_end|>")
     vp = _video_processor("Qwen2VLVideoProcessor" if version == "2.5" else "Qwen3VLVideoProcessor",
                           min_pixels=factor * factor * 4, max_pixels=factor * factor * 16, patch_size=patch,
                           merge_size=2, temporal_patch_size=2)
@@ -166,10 +196,13 @@ def _qwen(out: Path, *, version: str, seed: int) -> Path:
     return _save(model, proc, out)
 
 
-def build_qwen2_5_vl(out: str | Path, seed: int = 0) -> Path:
+def build_qwen2_5_vl(out: str | Path, seed: int = 0, plain: bool = False) -> Path:
     """Write a tiny Qwen2.5-VL checkpoint (1 text layer, hidden 32; 1 vision block, patch 14, merge 2;
-    images resized by smart_resize with factor 28 to 4..16 merged tokens) to ``out``; returns the path."""
-    return _qwen(Path(out), version="2.5", seed=seed)
+    images resized by smart_resize with factor 28 to 4..16 merged tokens, i.e. ``min_pixels`` 3136,
+    ``max_pixels`` 12544) to ``out``; returns the path. ``plain=True``: its generation config
+    suppresses control and whitespace tokens (:func:`plain_answer_suppressions`), for comparing
+    served and in-container answers byte for byte."""
+    return _qwen(Path(out), version="2.5", seed=seed, plain=plain)
 
 
 def build_qwen3_vl(out: str | Path, seed: int = 0) -> Path:

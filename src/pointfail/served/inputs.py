@@ -1,0 +1,137 @@
+"""The frame the server saw: which image to send and which model-input size to record, per sample.
+
+A served model answers in the coordinate frame of the image it *received*, which is not always the
+image the benchmark holds (``shared/DESIGN.md``, "Models as users run them"). :func:`plan_input`
+decides, from the family's declared frame and the model's :class:`~pointfail.served.options.ServedOptions`:
+
+``pixels_resized`` frames (Qwen2.5-VL and GUI models built on it answer in pixels of the image *as the
+processor resized it* with ``smart_resize``):
+
+* budget declared (``max_pixels``), ``resize = "client"`` (default): the client resizes the image to
+  ``smart_resize(H, W, factor, min_pixels, max_pixels)`` itself and sends that, so the server's own
+  ``smart_resize`` is the identity; the recorded model-input size is the server's ``smart_resize`` of
+  the sent size (equal to it; when it is not, the note says so and the recorded size is the server's).
+  Source ``client_resized``.
+* budget declared, ``resize = "server"``: the original is sent; the recorded size is
+  ``smart_resize`` of the original under the declared budget. Source ``server_budget``.
+* no budget declared: the original is sent and the model-input size is ``None`` with source
+  ``unknown`` and a note; scoring then records the sample as an error ("resized-input frame without a
+  model-input size") instead of guessing.
+
+Any frame, ``downscale_long_edge`` declared (a provider's documented cap, e.g. a hosted API that
+downscales images whose long edge exceeds it): an image above the cap is received downscaled to
+``round(W * s), round(H * s)`` with ``s = cap / max(W, H)``; the record keeps that size (source
+``provider_documented``) and, for pixel frames of the original image, the parser converts with it. For
+resized-pixel frames the cap applies before the processor's budget.
+
+Other frames (percent, 0-1000 grid, bins, unit): the original is sent; its size is recorded as
+received (source ``original``), and the model-input size is left ``None`` (those frames do not need it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pointfail.frames import SMART_RESIZE_DEFAULTS, smart_resize
+from pointfail.served.options import ServedOptions
+
+Size = tuple[int, int]
+
+DEFAULT_MIN_PIXELS = 56 * 56
+"""``min_pixels`` when a budget declares only ``max_pixels``: the Qwen2-VL/Qwen2.5-VL processors' own
+default (3136), also what the released Qwen2.5-VL checkpoints ship."""
+
+
+@dataclass(frozen=True)
+class PixelBudget:
+    """A ``smart_resize`` budget: output sides multiples of ``factor``, area in ``[min_pixels, max_pixels]``."""
+
+    factor: int
+    min_pixels: int
+    max_pixels: int
+
+    def resize(self, size: Size) -> Size:
+        """``(W, H)`` -> the ``(W', H')`` that :func:`pointfail.frames.smart_resize` gives under this budget."""
+        h, w = smart_resize(int(size[1]), int(size[0]), self.factor, self.min_pixels, self.max_pixels)
+        return (w, h)
+
+
+@dataclass(frozen=True)
+class InputPlan:
+    """What to send and what to record for one image.
+
+    Attributes:
+        send_size: ``(W, H)`` of the image to send (the original size when no resize is needed).
+        received_size: ``(W, H)`` the model receives, when known.
+        model_input_size: the size recorded in ``Response.model_input_size`` (``None`` when the frame
+            does not need it or it is unknown).
+        source: see :data:`pointfail.records.InputSizeSource`. note: a sentence when something is
+            unknown or not the identity.
+    """
+
+    send_size: Size
+    received_size: Optional[Size]
+    model_input_size: Optional[Size]
+    source: str
+    note: Optional[str] = None
+
+
+def budget_for(family: str, options: ServedOptions) -> Optional[PixelBudget]:
+    """The declared pixel budget, or ``None`` when ``max_pixels`` is not declared or no ``factor`` is
+    known (declared, or the family's entry in :data:`~pointfail.frames.SMART_RESIZE_DEFAULTS`)."""
+    if options.max_pixels is None:
+        return None
+    factor = options.factor or SMART_RESIZE_DEFAULTS.get(family, {}).get("factor")
+    if factor is None:
+        return None
+    return PixelBudget(int(factor), int(options.min_pixels or DEFAULT_MIN_PIXELS), int(options.max_pixels))
+
+
+def documented_downscale(size: Size, long_edge: Optional[int]) -> Size:
+    """``size`` after a provider's documented long-edge cap (unchanged when within it or no cap)."""
+    w, h = int(size[0]), int(size[1])
+    if not long_edge or max(w, h) <= long_edge:
+        return (w, h)
+    s = long_edge / max(w, h)
+    return (max(1, round(w * s)), max(1, round(h * s)))
+
+
+def plan_input(family: str, frame_kind: str, image_size: Size, options: ServedOptions) -> InputPlan:
+    """Decide the image to send and the sizes to record (rules in the module docstring).
+
+    Args:
+        family: the family name (for its default ``smart_resize`` factor).
+        frame_kind: the family's ``Frame.kind``.
+        image_size: ``(W, H)`` of the original image in pixels.
+        options: the model's options (preset already applied).
+
+    Returns:
+        An :class:`InputPlan`.
+
+    Raises:
+        ValueError: ``smart_resize`` refuses the image (aspect ratio above 200).
+    """
+    orig = (int(image_size[0]), int(image_size[1]))
+    capped = documented_downscale(orig, options.downscale_long_edge)
+    provider = capped != orig
+    if frame_kind == "pixels_resized":
+        budget = budget_for(family, options)
+        if budget is None:
+            return InputPlan(orig, capped if provider else None, None, "unknown",
+                             "pixel budget of the server's processor not declared (options max_pixels): "
+                             "model-input size unknown, not guessed")
+        if options.resize == "client":
+            send = budget.resize(capped)
+            seen = budget.resize(documented_downscale(send, options.downscale_long_edge))
+            note = None if seen == send else (f"server's smart_resize of the sent {send[0]}x{send[1]} is "
+                                              f"{seen[0]}x{seen[1]}, not the identity")
+            return InputPlan(send, seen, seen, "client_resized", note)
+        seen = budget.resize(capped)
+        note = f"provider downscales to {capped[0]}x{capped[1]} before the processor" if provider else None
+        return InputPlan(orig, seen, seen, "server_budget", note)
+    if provider:
+        mis = capped if frame_kind == "pixels_original" else None
+        return InputPlan(orig, capped, mis, "provider_documented",
+                         f"provider documents downscaling to a long edge of {options.downscale_long_edge} px")
+    return InputPlan(orig, orig, None, "original")

@@ -1,0 +1,337 @@
+"""The served backend against the scripted loopback OpenAI-compatible server (pointfail.testing.openai_fake):
+retries, refusals, errors, resumption after kill -9, structured output, and the frame the server saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from pointfail.families import get_family
+from pointfail.frames import smart_resize
+from pointfail.prompts import build_prompt
+from pointfail.records import ImageRef, Response, Sample, Target
+from pointfail.scoring import build_record
+from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
+from pointfail.served.inputs import PixelBudget, documented_downscale, plan_input
+from pointfail.served.options import ServedOptions, response_format
+from pointfail.testing.openai_fake import Action, FakeOpenAI
+
+FAST = dict(backoff_initial=0.01, backoff_max=0.05)
+
+
+def _requests(path: Path, image: Path, n: int, prompt: str = "point to it", task: str = "point") -> Path:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"sample_id": f"s{i:03d}", "image": str(image), "prompt": f"{prompt} #s{i:03d}#",
+                                "task": task, "max_new_tokens": 32}) + "\n")
+    return path
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _resp(line: dict) -> Response:
+    return Response(**{k: line.get(k) for k in Response.model_fields})
+
+
+_SID = re.compile(r"#(s\d+)#")
+
+
+def _sid(req) -> str:
+    return _SID.search(req.user).group(1)
+
+
+@pytest.fixture
+def small_png(tmp_path):
+    p = tmp_path / "img.png"
+    Image.new("RGB", (200, 100), (255, 255, 255)).save(p)
+    return p
+
+
+def test_bursts_timeout_dead_connection_100_samples(tmp_path, small_png):
+    """100 samples; 429 and 503 bursts, one timeout, one dead connection, one malformed body: every
+    sample is answered exactly once, with its own reply, and the failures are counted per sample."""
+    plan = {}  # request index -> action; the rest answer with the sample's id
+
+    for n in range(5, 12):
+        plan[n] = Action(status=429, retry_after=0.01)
+    for n in range(30, 36):
+        plan[n] = Action(status=503)
+    plan[50] = Action(delay=4.0)          # longer than the client's timeout
+    plan[60] = Action(drop=True)          # dead connection
+    plan[70] = Action(malformed=True)
+
+    def script(n, req):
+        return plan.get(n) or json.dumps({"point": [1, 2], "id": _sid(req)})
+
+    req = _requests(tmp_path / "req.jsonl", small_png, 100)
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(script, model="m") as fk:
+        model = ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=8, timeout_s=2.0, **FAST))
+        s = run_served(model, req, out)
+        max_in_flight = fk.max_in_flight
+        results = [c["result"] for c in fk.chats]
+    lines = _lines(out)
+    ids = [x["sample_id"] for x in lines]
+    assert sorted(ids) == [f"s{i:03d}" for i in range(100)]  # each exactly once
+    assert all(x["error"] is None for x in lines)
+    for x in lines:  # each line carries the reply to its own sample
+        assert json.loads(x["raw_text"])["id"] == x["sample_id"]
+    failures = sum(x["served"]["transport_failures"] for x in lines)
+    # 7 + 6 + 1 + 1 scripted failures the server logs, the scripted timeout, and any request that a
+    # loaded machine could not answer within the timeout (also a timeout, also retried)
+    scripted = [r for r in results if r not in ("answered", None)]  # None: the delayed one, still asleep
+    assert len(scripted) == 15 and scripted.count("status 429") == 7 and scripted.count("status 503") == 6
+    assert failures == s.transport_failures >= 16
+    assert s.requests == 100 + failures == len(results)
+    assert sum(x["served"]["requests"] for x in lines) == s.requests
+    assert s.answered == 100 and s.errors == 0 and s.pending == 0
+    assert 1 < max_in_flight <= 8
+
+
+def test_refusal_and_content_filter_are_recorded_not_retried(tmp_path, small_png):
+    script = [Action(refusal="I can't help with that."), Action(reply="", finish_reason="content_filter")]
+    req = _requests(tmp_path / "req.jsonl", small_png, 2)
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(script, model="m") as fk:
+        s = run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, **FAST)), req, out)
+        assert len(fk.chats) == 2  # no retry
+    by = {x["sample_id"]: x for x in _lines(out)}
+    assert by["s000"]["served"]["refusal"] == "I can't help with that." and by["s000"]["raw_text"] == ""
+    assert by["s001"]["served"]["finish_reason"] == "content_filter" and by["s001"]["error"] is None
+    assert s.refused == 2
+    # a refusal is a model outcome: no point -> no_prediction, never an infrastructure error
+    fam = get_family("json_pixels")
+    sample = Sample(sample_id="s000", benchmark="b", image=ImageRef(path=str(small_png), width=200, height=100),
+                    instruction="the button", target=Target(kind="boxes", boxes=[[0, 0, 10, 10]]))
+    rec = build_record(study="t", model="m", family="json_pixels", sample=sample, prompt=build_prompt(fam, sample),
+                       response=_resp(by["s000"]))
+    assert rec.outcome == "no_prediction" and rec.response.served.refusal == "I can't help with that."
+    assert json.loads(rec.to_json())["response"]["served"]["refusal"] == "I can't help with that."
+
+
+def test_client_errors_are_recorded_and_unknown_model_is_not_retried(tmp_path, small_png):
+    req = _requests(tmp_path / "req.jsonl", small_png, 3)
+    with open(req, "a") as f:
+        f.write(json.dumps({"sample_id": "bad-image", "image": str(tmp_path / "missing.png"), "prompt": "x"}) + "\n")
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(None, model="m") as fk:
+        s = run_served(ServedModel(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        assert len(fk.chats) == 0  # 404 answered before the script; one request per sample
+    by = {x["sample_id"]: x for x in _lines(out)}
+    assert by["bad-image"]["error"].startswith("image not found")
+    for i in range(3):
+        e = by[f"s{i:03d}"]
+        assert e["error"].startswith("server: HTTP 404") and e["served"]["requests"] == 1
+    assert s.errors == 4
+
+
+def test_server_down_leaves_samples_for_the_rerun(tmp_path, small_png):
+    """Transport retries run out: nothing is written for the samples left, the run says which, and a
+    rerun against a live server answers exactly those."""
+    req = _requests(tmp_path / "req.jsonl", small_png, 6)
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(lambda n, r: Action(status=503) if n >= 2 else "first", model="m") as fk:
+        model = ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, retries=2, **FAST))
+        with pytest.raises(ServerUnavailable) as ei:
+            run_served(model, req, out)
+    assert len(ei.value.pending) == 4
+    assert [x["sample_id"] for x in _lines(out)] == ["s000", "s001"]
+    with FakeOpenAI(None, default_reply="second", model="m") as fk:
+        s = run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        assert len(fk.chats) == 4
+    assert s.skipped == 2 and s.answered == 4
+    lines = _lines(out)
+    assert sorted(x["sample_id"] for x in lines) == [f"s{i:03d}" for i in range(6)]
+    assert [x["raw_text"] for x in lines] == ["first"] * 2 + ["second"] * 4
+
+
+def test_kill_9_and_rerun_loses_nothing(tmp_path, small_png):
+    """The CLI is killed with SIGKILL mid-run; the rerun answers the rest: 100 distinct sample ids, each once."""
+    req = _requests(tmp_path / "req.jsonl", small_png, 100)
+    out = tmp_path / "resp.jsonl"
+
+    def script(n, r):
+        if n % 17 == 3:
+            return Action(status=503)
+        return json.dumps({"point": [1, 1], "id": _sid(r)})
+
+    with FakeOpenAI(script, model="m", latency=0.05) as fk:
+        opts = json.dumps({"concurrency": 4, "backoff_initial": 0.01, "backoff_max": 0.05})
+        cmd = [sys.executable, "-m", "pointfail.served", "--base-url", fk.url, "--model", "m", "--family",
+               "json_pixels", "--requests", str(req), "--responses", str(out), "--options", opts, "--no-progress"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_bytes().splitlines()) < 20):
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first = len(_lines(out))
+        assert 20 <= first < 100
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["skipped"] == first and summary["answered"] == 100 - first
+    lines = _lines(out)
+    assert len(lines) == 100 and len({x["sample_id"] for x in lines}) == 100
+    assert all(json.loads(x["raw_text"])["id"] == x["sample_id"] for x in lines)
+
+
+def test_structured_output_and_pointerbench_preset(tmp_path, small_png):
+    fam = get_family("json_pixels")
+    sample = Sample(sample_id="s000", benchmark="b", image=ImageRef(path=str(small_png), width=200, height=100),
+                    instruction="the OK button", target=Target(kind="boxes", boxes=[[40, 20, 60, 40]]))
+    prompt = build_prompt(fam, sample)
+    req = tmp_path / "req.jsonl"
+    req.write_text(json.dumps({"sample_id": "s000", "image": str(small_png), "prompt": prompt.sent, "task": "point",
+                               "max_new_tokens": 128}) + "\n")
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(['{"point": [50, 30]}'], model="m") as fk:
+        run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(preset="pointerbench-frontier")),
+                   req, out)
+        chat = fk.chats[0]
+    from pointfail.families.json_pixels import SYSTEM_PROMPT
+
+    assert chat["system"] == SYSTEM_PROMPT            # the paper's system prompt, as a system message
+    assert SYSTEM_PROMPT not in chat["user"] and "the OK button" in chat["user"]
+    assert chat["max_tokens"] == 512                 # reasoning-disabled cap
+    assert chat["image_size"] == (200, 100)          # original submitted directly
+    assert chat["response_format"] == response_format("json_pixels", "point")
+    assert chat["response_format"]["json_schema"]["schema"]["required"] == ["point"]
+    line = _lines(out)[0]
+    assert line["served"]["preset"] == "pointerbench-frontier"
+    assert line["served"]["response_format"] == "json_schema:pointerbench_point"
+    assert line["served"]["system_prompt"] is True
+    rec = build_record(study="t", model="m", family="json_pixels", sample=sample, prompt=prompt,
+                       response=_resp(line))
+    assert rec.outcome == "hit" and rec.parse.points == [[0.25, 0.3]]
+
+
+def test_options_validation():
+    with pytest.raises(ValueError):
+        ServedOptions(preset="pointerbench-frontier").for_family("qwen2_5_vl")
+    with pytest.raises(ValueError):
+        ServedOptions(structured=True).for_family("molmo")
+    with pytest.raises(ValueError):
+        ServedOptions(min_pixels=100)
+    with pytest.raises(ValueError):
+        ServedOptions(bogus=1)
+    assert response_format("qwen2_5_vl", "box")["json_schema"]["name"] == "qwen_bbox_2d"
+
+
+# ---- the frame the server saw -----------------------------------------------------------------
+
+W, H = 3840, 2160
+BOX = [3000, 1500, 3100, 1560]          # the target in pixels of the 3840x2160 original
+BUDGET = PixelBudget(28, 3136, 1003520)  # the Qwen2-VL processor's default budget
+
+
+def _qwen_server(budget_of_server):
+    """A fake Qwen2.5-VL server: it resizes what it receives with its own smart_resize budget and
+    answers the target's centre in pixels of that resized image."""
+    def script(n, req):
+        rw, rh = req.image_size
+        sw, sh = budget_of_server.resize((rw, rh)) if budget_of_server else (rw, rh)
+        cx, cy = (BOX[0] + BOX[2]) / 2 / W * sw, (BOX[1] + BOX[3]) / 2 / H * sh
+        return f'```json\n[\n\t{{"point_2d": [{round(cx)}, {round(cy)}], "label": "button"}}\n]\n```'
+    return script
+
+
+@pytest.fixture(scope="module")
+def screenshot(tmp_path_factory):
+    p = tmp_path_factory.mktemp("shot") / "screen.png"
+    Image.new("RGB", (W, H), (240, 240, 240)).save(p)
+    return p
+
+
+def _run_one(tmp_path, screenshot, family, script, options):
+    fam = get_family(family)
+    sample = Sample(sample_id="shot", benchmark="b", image=ImageRef(path=str(screenshot), width=W, height=H),
+                    instruction="the Save button", target=Target(kind="boxes", boxes=[BOX]))
+    prompt = build_prompt(fam, sample)
+    req = tmp_path / "req.jsonl"
+    req.write_text(json.dumps({"sample_id": "shot", "image": str(screenshot), "prompt": prompt.sent,
+                               "task": "point", "max_new_tokens": 64}) + "\n")
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(script, model="m") as fk:
+        run_served(ServedModel(fk.url, "m", family, options=options), req, out)
+        received = fk.chats[0]["image_size"]
+    line = _lines(out)[0]
+    rec = build_record(study="t", model="m", family=family, sample=sample, prompt=prompt, response=_resp(line))
+    return line, rec, received
+
+
+def test_served_frame_client_resized_maps_back_to_original_pixels(tmp_path, screenshot):
+    """Sent at the processor size: the server's resize is the identity, and the reply in resized
+    pixels maps back to the right pixels of the 3840x2160 original."""
+    h, w = smart_resize(H, W, 28, 3136, 1003520)
+    assert (w, h) == (1316, 728)
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET),
+                                   ServedOptions(max_pixels=1003520))
+    assert received == (1316, 728)
+    assert line["model_input_size"] == [1316, 728]
+    assert line["served"]["input_size_source"] == "client_resized" and line["served"]["sent_size"] == [1316, 728]
+    assert rec.outcome == "hit"
+    px = rec.parse.points[0][0] * W, rec.parse.points[0][1] * H
+    # the centre (3050, 1530) quantized to one resized pixel: 3840/1316 = 2.92 px per resized pixel
+    assert abs(px[0] - 3050) <= W / 1316 and abs(px[1] - 1530) <= H / 728
+
+
+def test_served_frame_full_size_server_budget(tmp_path, screenshot):
+    """Sent at full size to a server that resizes by its own budget: the record shows that size."""
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET),
+                                   ServedOptions(max_pixels=1003520, resize="server"))
+    assert received == (3840, 2160)
+    assert line["model_input_size"] == [1316, 728] and line["served"]["input_size_source"] == "server_budget"
+    assert line["served"]["sent_size"] == [3840, 2160] and line["served"]["received_size"] == [1316, 728]
+    assert rec.outcome == "hit"
+
+
+def test_served_frame_unknown_budget_is_said_not_guessed(tmp_path, screenshot):
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET), ServedOptions())
+    assert received == (3840, 2160)
+    assert line["model_input_size"] is None and line["served"]["input_size_source"] == "unknown"
+    assert "not declared" in line["served"]["input_size_note"]
+    assert rec.outcome == "error" and "model_input_size" in rec.error
+
+
+def test_served_frame_provider_documented_downscale(tmp_path, screenshot):
+    """A provider that caps the long edge at 1568 px: the model answers in pixels of the image it
+    received; the record keeps that size and the pixel frame converts with it."""
+    def provider(n, req):
+        rw, rh = documented_downscale(req.image_size, 1568)
+        cx, cy = (BOX[0] + BOX[2]) / 2 / W * rw, (BOX[1] + BOX[3]) / 2 / H * rh
+        return f'{{"point": [{round(cx)}, {round(cy)}]}}'
+
+    line, rec, received = _run_one(tmp_path, screenshot, "json_pixels", provider, ServedOptions(downscale_long_edge=1568))
+    assert received == (3840, 2160)
+    assert line["model_input_size"] == [1568, 882] and line["served"]["input_size_source"] == "provider_documented"
+    assert rec.outcome == "hit"
+    # without the documented size the same reply lands short: the bug the record prevents
+    bare = build_record(study="t", model="m", family="json_pixels", sample=rec_sample(rec, screenshot),
+                        prompt=rec.prompt, response=Response(raw_text=line["raw_text"]))
+    assert bare.outcome == "miss" and bare.parse.points[0][0] < 0.5
+
+
+def rec_sample(rec, screenshot):
+    return Sample(sample_id=rec.sample_id, benchmark=rec.benchmark, image=rec.image, instruction="x", target=rec.target)
+
+
+def test_plan_input_rules():
+    o = ServedOptions(max_pixels=1003520)
+    p = plan_input("qwen2_5_vl", "pixels_resized", (W, H), o)
+    assert p.send_size == p.model_input_size == (1316, 728) and p.note is None
+    # smart_resize of a smart_resize'd size is the identity for this budget (what makes the server's resize a no-op)
+    assert BUDGET.resize((1316, 728)) == (1316, 728)
+    assert plan_input("qwen3_vl", "grid", (W, H), o).model_input_size is None
+    assert plan_input("json_pixels", "pixels_original", (1024, 768), ServedOptions(downscale_long_edge=1568)).source == "original"
