@@ -329,9 +329,13 @@ def rec_sample(rec, screenshot):
 
 def test_plan_input_rules():
     o = ServedOptions(max_pixels=1003520)
-    p = plan_input("qwen2_5_vl", "pixels_resized", (W, H), o)
+    p = plan_input(get_family("qwen2_5_vl"), (W, H), o)
     assert p.send_size == p.model_input_size == (1316, 728) and p.note is None
     # smart_resize of a smart_resize'd size is the identity for this budget (what makes the server's resize a no-op)
     assert BUDGET.resize((1316, 728)) == (1316, 728)
-    assert plan_input("qwen3_vl", "grid", (W, H), o).model_input_size is None
-    assert plan_input("json_pixels", "pixels_original", (1024, 768), ServedOptions(downscale_long_edge=1568)).source == "original"
+    assert plan_input(get_family("qwen3_vl"), (W, H), o).model_input_size is None
+    assert plan_input(get_family("json_pixels"), (1024, 768), ServedOptions(downscale_long_edge=1568)).source == "original"
+    # the family's published settings, when the server runs the checkpoint with them
+    fam = get_family("qwen2_5_vl")
+    assert plan_input(fam, (W, H), ServedOptions(pixel_budget="family")).model_input_size == \
+        fam.expected_model_input_size((W, H))

@@ -155,7 +155,7 @@ class _Run:
             if req.prompt is None:
                 raise ValueError("request has no prompt")
             image = await asyncio.to_thread(_open_rgb, req.image)
-            plan = plan_input(self.family.name, self.family.frame.kind, image.size, opts)
+            plan = plan_input(self.family, image.size, opts)
         except ValueError as e:
             return error(str(e))
         info.sent_size = list(plan.send_size)

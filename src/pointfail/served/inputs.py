@@ -7,7 +7,8 @@ decides, from the family's declared frame and the model's :class:`~pointfail.ser
 ``pixels_resized`` frames (Qwen2.5-VL and GUI models built on it answer in pixels of the image *as the
 processor resized it* with ``smart_resize``):
 
-* budget declared (``max_pixels``), ``resize = "client"`` (default): the client resizes the image to
+* budget declared (``max_pixels``, or ``pixel_budget = "family"``: see :func:`budget_for`),
+  ``resize = "client"`` (default): the client resizes the image to
   ``smart_resize(H, W, factor, min_pixels, max_pixels)`` itself and sends that, so the server's own
   ``smart_resize`` is the identity; the recorded model-input size is the server's ``smart_resize`` of
   the sent size (equal to it; when it is not, the note says so and the recorded size is the server's).
@@ -31,9 +32,9 @@ received (source ``original``), and the model-input size is left ``None`` (those
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
-from pointfail.frames import SMART_RESIZE_DEFAULTS, smart_resize
+from pointfail.frames import smart_resize
 from pointfail.served.options import ServedOptions
 
 Size = tuple[int, int]
@@ -77,15 +78,26 @@ class InputPlan:
     note: Optional[str] = None
 
 
-def budget_for(family: str, options: ServedOptions) -> Optional[PixelBudget]:
-    """The declared pixel budget, or ``None`` when ``max_pixels`` is not declared or no ``factor`` is
-    known (declared, or the family's entry in :data:`~pointfail.frames.SMART_RESIZE_DEFAULTS`)."""
-    if options.max_pixels is None:
-        return None
-    factor = options.factor or SMART_RESIZE_DEFAULTS.get(family, {}).get("factor")
-    if factor is None:
-        return None
-    return PixelBudget(int(factor), int(options.min_pixels or DEFAULT_MIN_PIXELS), int(options.max_pixels))
+def budget_for(family: Any, options: ServedOptions) -> Optional[PixelBudget]:
+    """The declared pixel budget of ``family`` (a :class:`pointfail.families.Family`) under ``options``,
+    or ``None`` when none is declared.
+
+    Declared means: ``options.max_pixels`` (with ``options.factor``, else the family's own ``resize``
+    factor, and ``options.min_pixels``, else the family's ``min_pixels``, else 3136); or
+    ``options.pixel_budget = "family"``: the settings the family file gives for its checkpoints
+    (``Family.resize``, as their authors publish them). A server started with other processor settings
+    must declare them.
+    """
+    fam = getattr(family, "resize", None) or {}
+    if options.max_pixels is not None:
+        factor = options.factor or fam.get("factor")
+        if factor is None:
+            return None
+        return PixelBudget(int(factor), int(options.min_pixels or fam.get("min_pixels") or DEFAULT_MIN_PIXELS),
+                           int(options.max_pixels))
+    if options.pixel_budget == "family" and fam:
+        return PixelBudget(int(fam["factor"]), int(fam["min_pixels"]), int(fam["max_pixels"]))
+    return None
 
 
 def documented_downscale(size: Size, long_edge: Optional[int]) -> Size:
@@ -97,12 +109,11 @@ def documented_downscale(size: Size, long_edge: Optional[int]) -> Size:
     return (max(1, round(w * s)), max(1, round(h * s)))
 
 
-def plan_input(family: str, frame_kind: str, image_size: Size, options: ServedOptions) -> InputPlan:
+def plan_input(family: Any, image_size: Size, options: ServedOptions) -> InputPlan:
     """Decide the image to send and the sizes to record (rules in the module docstring).
 
     Args:
-        family: the family name (for its default ``smart_resize`` factor).
-        frame_kind: the family's ``Frame.kind``.
+        family: the :class:`pointfail.families.Family` (its frame kind and ``resize`` settings).
         image_size: ``(W, H)`` of the original image in pixels.
         options: the model's options (preset already applied).
 
@@ -112,6 +123,7 @@ def plan_input(family: str, frame_kind: str, image_size: Size, options: ServedOp
     Raises:
         ValueError: ``smart_resize`` refuses the image (aspect ratio above 200).
     """
+    frame_kind = family.frame.kind
     orig = (int(image_size[0]), int(image_size[1]))
     capped = documented_downscale(orig, options.downscale_long_edge)
     provider = capped != orig
@@ -119,7 +131,8 @@ def plan_input(family: str, frame_kind: str, image_size: Size, options: ServedOp
         budget = budget_for(family, options)
         if budget is None:
             return InputPlan(orig, capped if provider else None, None, "unknown",
-                             "pixel budget of the server's processor not declared (options max_pixels): "
+                             "pixel budget of the server's processor not declared (options max_pixels, "
+                             "or pixel_budget = \"family\"): "
                              "model-input size unknown, not guessed")
         if options.resize == "client":
             send = budget.resize(capped)

@@ -46,9 +46,11 @@ class ServedOptions(BaseModel):
             server's resize is the identity; ``"server"`` sends the original and records the size the
             server's ``smart_resize`` makes under the declared budget.
         factor, min_pixels, max_pixels: the server processor's pixel budget (``smart_resize``); the
-            budget is known when ``max_pixels`` is given (``factor`` defaults to the family's patch x
-            merge size from :data:`pointfail.frames.SMART_RESIZE_DEFAULTS`, ``min_pixels`` to 3136).
-            Without it a resized-pixel sample records that its model-input size is unknown.
+            budget is known when ``max_pixels`` is given (``factor`` and ``min_pixels`` default to the
+            family's ``resize`` settings, ``min_pixels`` else to 3136).
+        pixel_budget: ``"family"``: the server runs the checkpoint with the settings the family file
+            gives (``Family.resize``). Without a budget a resized-pixel sample records that its
+            model-input size is unknown.
         downscale_long_edge: the provider's documented cap on the long edge in pixels (images above it
             are downscaled by the provider, aspect kept): the record keeps the size received.
         structured: send ``response_format`` with the family's JSON schema.
@@ -73,6 +75,7 @@ class ServedOptions(BaseModel):
     factor: Optional[int] = Field(None, ge=1)
     min_pixels: Optional[int] = Field(None, ge=1)
     max_pixels: Optional[int] = Field(None, ge=1)
+    pixel_budget: Optional[Literal["family"]] = None
     downscale_long_edge: Optional[int] = Field(None, ge=1)
     structured: bool = False
     preset: Optional[Literal["pointerbench-frontier"]] = None
