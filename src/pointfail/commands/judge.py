@@ -34,15 +34,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "judge_unavailable or pending (rerun to fill them in).",
     )
     p.add_argument("records_dir", help="records/<study>")
-    p.add_argument("--judge", choices=["oracle", "ollama"], help="default: study.toml primary_judge, else oracle")
+    p.add_argument("--judge", choices=["oracle", "ollama", "openai"],
+                   help="default: study.toml primary_judge, else oracle; openai: any OpenAI-compatible server "
+                   "(--base-url), same protocol as ollama")
     p.add_argument("--role", choices=["primary", "other"],
                    help="fill Record.judge (primary) or Record.other_judgments (other); default: primary when "
                    "this judge is the study's primary_judge (or there is no study.toml), else other")
     p.add_argument("--data-root", help="directory relative image/mask/scene-graph paths are found under")
     p.add_argument("--tolerance-px", type=float,
                    help="oracle off_by_pixels tolerance (default: study.toml [judge] oracle_tolerance_px, else 8)")
-    p.add_argument("--concurrency", type=int, default=4, help="Ollama requests in flight")
+    p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
     _add_ollama_args(p)
+    p.add_argument("--base-url", help="--judge openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
+                   "(default: study.toml [judge] openai_base_url)")
+    p.add_argument("--api-key-env", help="--judge openai: environment variable holding the API key "
+                   "(default: study.toml [judge] openai_api_key_env; none needed on loopback servers)")
     p.add_argument("--json", action="store_true", help="print the stage report as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_judge)
@@ -118,11 +124,25 @@ def _judge(args: argparse.Namespace) -> int:
     role = args.role or ("primary" if primary in (None, kind) else "other")
     tol = args.tolerance_px if args.tolerance_px is not None else jcfg.get("oracle_tolerance_px")
     judge: Any = "oracle"
+    if kind in ("ollama", "openai") and args.concurrency < 1:
+        print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
+        return 2
     if kind == "ollama":
-        if args.concurrency < 1:
-            print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
-            return 2
         judge = _make_ollama(args, args.model or jcfg.get("ollama_model"), args.concurrency)
+    elif kind == "openai":
+        from pointfail.judge.served import DEFAULT_OPTIONS as OPENAI_OPTIONS
+        from pointfail.judge.served import OpenAIJudge
+
+        base_url = args.base_url or jcfg.get("openai_base_url")
+        model = args.model or jcfg.get("openai_model")
+        if not base_url or not model:
+            print("pointfail judge: --judge openai needs --base-url and --model (or [judge] openai_base_url and "
+                  "openai_model in study.toml)", file=sys.stderr)
+            return 2
+        options = dict(OPENAI_OPTIONS, seed=args.seed, max_tokens=args.num_predict)
+        judge = OpenAIJudge(model=model, base_url=base_url, api_key_env=args.api_key_env or jcfg.get("openai_api_key_env"),
+                            options=options, concurrency=args.concurrency, timeout_s=args.timeout,
+                            transport_retries=args.transport_retries, use_schema=not args.no_schema)
     try:
         report = judge_study(
             root,

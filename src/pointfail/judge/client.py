@@ -95,26 +95,25 @@ ImageSource = Union[bytes, Callable[[], bytes]]
 
 
 @dataclass
-class OllamaJudge:
-    """A Gemma-4-over-Ollama judge for misses (protocol in the module docstring).
-
-    Use as an async context manager (``async with OllamaJudge(...) as j: await j.judge(...)``) or through
-    :meth:`judge_many` / :meth:`judge_one_sync`.
+class ChatJudge:
+    """The judge protocol over a chat server, shared by every judge client (:class:`OllamaJudge`,
+    :class:`pointfail.judge.served.OpenAIJudge`): label attempts, transport retries apart from labels,
+    the server marked down, render-ahead, resumption, and the :class:`Judgment` it returns (rules in
+    the module docstring). A subclass sends one request (:meth:`_request`), says which exceptions are
+    transport failures (:meth:`is_transport_error`), opens and closes its client and reads the server's
+    facts (:meth:`_server_info`).
 
     Attributes:
-        host: server URL (``None``: ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
-        model: Ollama model tag.
-        options: generation options (temperature, seed, num_ctx, num_predict), recorded in every judgment.
+        model: the judge model's name on the server.
+        options: generation options, recorded in every judgment (``seed`` is advanced per attempt).
         concurrency: misses in flight at once (>= 1).
         max_attempts: label attempts per miss (5, the study's).
         transport_retries: retries of one request after a transport failure.
         backoff_initial, backoff_max: exponential backoff in seconds.
         timeout_s: HTTP timeout per request in seconds.
-        use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as ``format``.
-        think: Ollama's ``think`` flag (``False``: no reasoning trace, the reply is the label).
+        use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as the structured-output schema.
     """
 
-    host: Optional[str] = None
     model: str = DEFAULT_MODEL
     options: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_OPTIONS))
     concurrency: int = 4
@@ -124,50 +123,69 @@ class OllamaJudge:
     backoff_max: float = 30.0
     timeout_s: float = 300.0
     use_schema: bool = True
-    think: Optional[bool] = False
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        self.host = resolve_host(self.host)
         self.info = ServerInfo()
         self._client: Any = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._prefetch: Optional[asyncio.Semaphore] = None
         self._down: Optional[str] = None
 
+    # -- what a subclass provides ---------------------------------------------------------------
+
     @property
     def name(self) -> str:
-        """The judge's name in records: ``ollama:<model>``."""
-        return f"ollama:{self.model}"
+        """The judge's name in records (``<kind>:<model>``)."""
+        raise NotImplementedError
+
+    @property
+    def where(self) -> str:
+        """The server's address, for messages."""
+        raise NotImplementedError
+
+    def is_transport_error(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a transport failure (retried, counted apart from label attempts)."""
+        raise NotImplementedError
+
+    def down_reason(self, exc: BaseException) -> Optional[str]:
+        """For a failure that is not a transport failure: the reason to mark the judge down (e.g. the
+        model is not on the server), or ``None`` when only this miss is affected."""
+        return None
+
+    async def _open(self) -> Any:
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        await self._client.close()
+
+    async def _server_info(self) -> ServerInfo:
+        return ServerInfo()
+
+    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> str:
+        """Send one label request (``options``: this attempt's options, seed advanced) and return the
+        reply text."""
+        raise NotImplementedError
+
+    def _detail_prefix(self) -> Optional[str]:
+        """Server facts prefixed to the detail of every judgment that reached the server."""
+        return None
 
     def recorded_options(self) -> dict[str, Any]:
-        """What every judgment records as ``options``: the generation options plus ``think``, whether
-        the schema was sent, the attempt limit, and the per-attempt seed rule."""
+        """What every judgment records as ``options``: the generation options plus whether the schema
+        was sent, the attempt limit, and the per-attempt seed rule."""
         rec = dict(self.options)
-        rec.update(
-            {
-                "think": self.think,
-                "format_schema": self.use_schema,
-                "max_attempts": self.max_attempts,
-                "seed_per_attempt": "seed + attempt - 1",
-            }
-        )
+        rec.update({"format_schema": self.use_schema, "max_attempts": self.max_attempts,
+                    "seed_per_attempt": "seed + attempt - 1"})
         return rec
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "OllamaJudge":
-        import httpx
-        import ollama
-
-        self._client = ollama.AsyncClient(
-            host=self.host,
-            timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-            limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
-        )
+    async def __aenter__(self) -> "ChatJudge":
+        self._client = await self._open()
         self._sem = asyncio.Semaphore(self.concurrency)
         self._prefetch = asyncio.Semaphore(2 * self.concurrency)
         self._down = None
@@ -176,23 +194,16 @@ class OllamaJudge:
 
     async def __aexit__(self, *exc: Any) -> None:
         if self._client is not None:
-            await self._client.close()
+            await self._close()
             self._client = None
 
     # -- transport -------------------------------------------------------------------------------
 
     def _retrying(self) -> Any:
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+        from pointfail.served.transport import retrying
 
-        def stop_when_down(_state: Any) -> bool:
-            return self._down is not None
-
-        return AsyncRetrying(
-            retry=retry_if_exception(is_transport_error),
-            stop=stop_after_attempt(self.transport_retries + 1) | stop_when_down,
-            wait=wait_exponential(multiplier=self.backoff_initial, max=self.backoff_max),
-            reraise=True,
-        )
+        return retrying(self.is_transport_error, retries=self.transport_retries, backoff_initial=self.backoff_initial,
+                        backoff_max=self.backoff_max, stop_when=lambda: self._down is not None)
 
     async def _call(self, fn: Callable[[], Any], counter: _Counter) -> Any:
         """Run ``await fn()`` with transport retries; each transport failure increments ``counter``."""
@@ -203,38 +214,18 @@ class OllamaJudge:
                 try:
                     return await fn()
                 except Exception as e:  # counted, then re-raised for tenacity to judge
-                    if is_transport_error(e):
+                    if self.is_transport_error(e):
                         counter.n += 1
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _server_info(self) -> ServerInfo:
-        import httpx
-
-        counter = _Counter()
-        info = ServerInfo()
-        try:
-            tags = await self._call(self._client.list, counter)
-            names = {self.model, f"{self.model}:latest"} if ":" not in self.model else {self.model}
-            for m in tags.models:
-                if m.model in names:
-                    info.digest = m.digest
-                    break
-            ver = await self._call(lambda: self._client._client.get("/api/version"), counter)
-            if isinstance(ver, httpx.Response) and ver.status_code == 200:
-                info.version = ver.json().get("version")
-        except Exception as e:  # recorded; the stage then marks misses judge_unavailable
-            info.error = f"{type(e).__name__}: {e}"
-            if is_transport_error(e) or isinstance(e, _Down):
-                self._down = f"server unreachable at {self.host}: {info.error}"
-        return info
 
     # -- judging ---------------------------------------------------------------------------------
 
     def _judgment(self, status: str, **kw: Any) -> Judgment:
         detail = kw.pop("detail", None)
-        if self.info.version and status != "judge_unavailable":
-            detail = f"ollama {self.info.version}" + (f"; {detail}" if detail else "")
+        prefix = self._detail_prefix()
+        if prefix and status != "judge_unavailable":
+            detail = prefix + (f"; {detail}" if detail else "")
         return Judgment(
             judge=self.name,
             status=status,
@@ -274,7 +265,7 @@ class OllamaJudge:
             RuntimeError: used outside ``async with``.
         """
         if self._sem is None or self._client is None:
-            raise RuntimeError("OllamaJudge.judge() must run inside 'async with OllamaJudge(...)'")
+            raise RuntimeError(f"{type(self).__name__}.judge() must run inside 'async with {type(self).__name__}(...)'")
         resuming = resume is not None and resume.status == "judge_unavailable" and resume.judge == self.name
         prior = list(resume.attempts) if resuming else []
         prior_failures = resume.transport_failures if resuming else 0
@@ -301,41 +292,32 @@ class OllamaJudge:
         prior: list[JudgeAttempt],
         prior_failures: int,
     ) -> Judgment:
-        import ollama
-
         if self._down is not None:
             return self._judgment(
                 "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"
             )
         prompt = build_prompt(instruction, point_outside_image=point_outside_image, target_absent=target_absent)
-        messages = [{"role": "user", "content": prompt, "images": [png]}]
         counter = _Counter(prior_failures)
         attempts: list[JudgeAttempt] = list(prior)
         for k in range(len(prior) + 1, self.max_attempts + 1):
             opts = dict(self.options)
             if "seed" in opts:
                 opts["seed"] = int(opts["seed"]) + k - 1
-            kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "options": opts}
-            if self.use_schema:
-                kwargs["format"] = LABEL_SCHEMA
-            if self.think is not None:
-                kwargs["think"] = self.think
             try:
-                resp = await self._call(lambda: self._client.chat(**kwargs), counter)
+                reply = await self._call(lambda: self._request(prompt, png, opts), counter)
             except _Down as e:
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
                 )
             except Exception as e:
                 reason = f"{type(e).__name__}: {e}"
-                if is_transport_error(e):
-                    self._down = f"server unavailable at {self.host} after {counter.n} transport failures ({reason})"
-                elif isinstance(e, ollama.ResponseError) and e.status_code == 404:
-                    self._down = f"model {self.model} not served at {self.host} ({reason})"
+                if self.is_transport_error(e):
+                    self._down = f"server unavailable at {self.where} after {counter.n} transport failures ({reason})"
+                else:
+                    self._down = self.down_reason(e)
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
                 )
-            reply = (resp.message.content or "") if resp.message is not None else ""
             label, verdict = read_label(reply)
             attempts.append(JudgeAttempt(attempt=k, reply=reply, verdict=verdict, label=label))
             if label is not None:
@@ -362,3 +344,103 @@ class OllamaJudge:
                 return await self.judge(image, instruction, point_outside_image=point_outside_image)
 
         return asyncio.run(run())
+
+
+@dataclass
+class OllamaJudge(ChatJudge):
+    """A Gemma-4-over-Ollama judge for misses (protocol in the module docstring).
+
+    The protocol is :class:`ChatJudge`'s. Use as an async context manager (``async with OllamaJudge(...) as j: await j.judge(...)``) or through
+    :meth:`judge_many` / :meth:`judge_one_sync`.
+
+    Attributes:
+        host: server URL (``None``: ``$OLLAMA_HOST``, else ``http://127.0.0.1:11434``).
+        model: Ollama model tag.
+        options: generation options (temperature, seed, num_ctx, num_predict), recorded in every judgment.
+        concurrency: misses in flight at once (>= 1).
+        max_attempts: label attempts per miss (5, the study's).
+        transport_retries: retries of one request after a transport failure.
+        backoff_initial, backoff_max: exponential backoff in seconds.
+        timeout_s: HTTP timeout per request in seconds.
+        use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as ``format``.
+        think: Ollama's ``think`` flag (``False``: no reasoning trace, the reply is the label).
+    """
+
+    host: Optional[str] = None
+    think: Optional[bool] = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.host = resolve_host(self.host)
+
+    @property
+    def where(self) -> str:
+        return str(self.host)
+
+    def is_transport_error(self, exc: BaseException) -> bool:
+        return is_transport_error(exc)
+
+    def down_reason(self, exc: BaseException) -> Optional[str]:
+        import ollama
+
+        if isinstance(exc, ollama.ResponseError) and exc.status_code == 404:
+            return f"model {self.model} not served at {self.host} ({type(exc).__name__}: {exc})"
+        return None
+
+    def _detail_prefix(self) -> Optional[str]:
+        return f"ollama {self.info.version}" if self.info.version else None
+
+    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> str:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt, "images": [png]}],
+                                  "options": options}
+        if self.use_schema:
+            kwargs["format"] = LABEL_SCHEMA
+        if self.think is not None:
+            kwargs["think"] = self.think
+        resp = await self._client.chat(**kwargs)
+        return (resp.message.content or "") if resp.message is not None else ""
+
+    @property
+    def name(self) -> str:
+        """The judge's name in records: ``ollama:<model>``."""
+        return f"ollama:{self.model}"
+
+    def recorded_options(self) -> dict[str, Any]:
+        """What every judgment records as ``options``: the generation options plus ``think``, whether
+        the schema was sent, the attempt limit, and the per-attempt seed rule."""
+        rec = dict(self.options)
+        rec["think"] = self.think
+        rec.update(super().recorded_options())
+        return rec
+
+    async def _open(self) -> Any:
+        import httpx
+        import ollama
+
+        return ollama.AsyncClient(
+            host=self.host,
+            timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+            limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
+        )
+
+    async def _server_info(self) -> ServerInfo:
+        import httpx
+
+        counter = _Counter()
+        info = ServerInfo()
+        try:
+            tags = await self._call(self._client.list, counter)
+            names = {self.model, f"{self.model}:latest"} if ":" not in self.model else {self.model}
+            for m in tags.models:
+                if m.model in names:
+                    info.digest = m.digest
+                    break
+            ver = await self._call(lambda: self._client._client.get("/api/version"), counter)
+            if isinstance(ver, httpx.Response) and ver.status_code == 200:
+                info.version = ver.json().get("version")
+        except Exception as e:  # recorded; the stage then marks misses judge_unavailable
+            info.error = f"{type(e).__name__}: {e}"
+            if self.is_transport_error(e) or isinstance(e, _Down):
+                self._down = f"server unreachable at {self.host}: {info.error}"
+        return info
+
