@@ -1,0 +1,125 @@
+"""A real server: ``transformers serve`` on loopback with the tiny random-weight Qwen2.5-VL checkpoint.
+
+The served backend's records equal the in-process worker backend's (same checkpoint, same inputs,
+greedy, same max_new_tokens, same processor pixel budget), parse for parse and byte for byte once the
+fields that differ by nature are set aside: ``response.seconds`` (wall time) and ``response.served``
+(present only on served records). The checkpoint is built ``plain`` (no control or whitespace tokens
+generated), because transformers serve reads replies through its response template, which trims them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pointfail.families import get_family
+from pointfail.prompts import build_prompt
+from pointfail.records import ImageRef, Response, Sample, Target
+from pointfail.scoring import build_record
+from pointfail.served.backend import ServedModel, run_served
+from pointfail.served.options import ServedOptions
+
+pytestmark = pytest.mark.slow
+
+TINY_BUDGET = dict(factor=28, min_pixels=3136, max_pixels=12544)  # the tiny checkpoint's processor settings
+SIZES = [(1024, 768), (640, 480), (200, 100), (37, 300), (3840, 2160), (112, 84), (140, 56), (333, 777)]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from pointfail.testing.tiny import build_qwen2_5_vl
+    from pointfail.testing.transformers_serve import TransformersServe
+
+    root = tmp_path_factory.mktemp("served")
+    ckpt = build_qwen2_5_vl(root / "ckpt", plain=True)
+    rng = np.random.default_rng(15)
+    fam = get_family("qwen2_5_vl")
+    samples = []
+    for i, (w, h) in enumerate(SIZES):
+        p = root / f"img{i}.png"
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(p)
+        samples.append(Sample(sample_id=f"s{i}", benchmark="noise", image=ImageRef(path=str(p), width=w, height=h),
+                              instruction=f"point to the square number {i}",
+                              target=Target(kind="boxes", boxes=[[w * 0.4, h * 0.4, w * 0.6, h * 0.6]])))
+    prompts = {s.sample_id: build_prompt(fam, s) for s in samples}
+    req = root / "requests.jsonl"
+    req.write_text("".join(json.dumps({"sample_id": s.sample_id, "image": s.image.path,
+                                       "prompt": prompts[s.sample_id].sent, "task": "point",
+                                       "max_new_tokens": 40}) + "\n" for s in samples))
+    with TransformersServe(ckpt, log=root / "serve.log") as srv:
+        yield dict(root=root, ckpt=ckpt, samples=samples, prompts=prompts, req=req, srv=srv)
+
+
+def _lines(path: Path) -> dict[str, dict]:
+    return {x["sample_id"]: x for x in map(json.loads, path.read_text().splitlines())}
+
+
+def _records(env, lines: dict[str, dict]):
+    out = {}
+    for s in env["samples"]:
+        resp = Response(**{k: lines[s.sample_id].get(k) for k in Response.model_fields})
+        out[s.sample_id] = build_record(study="parity", model="tiny-qwen", family="qwen2_5_vl", sample=s,
+                                        prompt=env["prompts"][s.sample_id], response=resp)
+    return out
+
+
+def _comparable(record) -> str:
+    """The record's canonical JSON without the fields that differ by nature (wall time, served block)."""
+    d = json.loads(record.to_json())
+    d["response"].pop("seconds")
+    d["response"].pop("served", None)
+    return json.dumps(d, sort_keys=True, ensure_ascii=False)
+
+
+@pytest.fixture(scope="module")
+def worker_lines(env):
+    from pointfail.backends.qwen2_5_vl import load
+    from pointfail.worker import run_worker
+
+    out = env["root"] / "worker.jsonl"
+    run_worker(load(env["ckpt"], "cpu"), env["req"], out, batch_size=1)
+    return _lines(out)
+
+
+def test_served_records_equal_in_process_records(env, worker_lines):
+    srv = env["srv"]
+    out = env["root"] / "served.jsonl"
+    opts = ServedOptions(resize="server", concurrency=2, **TINY_BUDGET)
+    s = run_served(ServedModel(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
+    assert s.answered == len(SIZES) and s.errors == 0
+    served = _lines(out)
+    local, remote = _records(env, worker_lines), _records(env, served)
+    for sid in local:
+        assert remote[sid].response.model_input_size == local[sid].response.model_input_size
+        assert remote[sid].response.raw_text == local[sid].response.raw_text
+        assert remote[sid].parse == local[sid].parse and remote[sid].outcome == local[sid].outcome
+        assert _comparable(remote[sid]) == _comparable(local[sid])
+        assert served[sid]["served"]["input_size_source"] == "server_budget"
+        assert served[sid]["served"]["finish_reason"] in ("stop", "length")
+    # the comparison is not vacuous: the replies depend on the image (the tiny model is weakly input-sensitive)
+    assert len({r.response.raw_text for r in remote.values()}) > 1
+
+
+def test_client_resized_images_reach_the_model_at_the_recorded_size(env, worker_lines):
+    """Sent at the processor's size for the declared budget: the server's resize is the identity, so
+    the model sees as many image tokens as the in-process processor gives the original (prompt_tokens
+    agree) and the recorded model-input size is the processor's. Where the original already is at its
+    smart_resize size, the whole record is the in-process one."""
+    srv = env["srv"]
+    out = env["root"] / "served_client.jsonl"
+    opts = ServedOptions(resize="client", concurrency=2, **TINY_BUDGET)
+    run_served(ServedModel(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
+    served = _lines(out)
+    local, remote = _records(env, worker_lines), _records(env, served)
+    for i, (w, h) in enumerate(SIZES):
+        sid = f"s{i}"
+        assert served[sid]["served"]["input_size_source"] == "client_resized"
+        assert served[sid]["served"]["sent_size"] == worker_lines[sid]["model_input_size"]
+        assert served[sid]["model_input_size"] == worker_lines[sid]["model_input_size"]
+        assert served[sid]["prompt_tokens"] == worker_lines[sid]["prompt_tokens"]
+        if [w, h] == worker_lines[sid]["model_input_size"]:  # 112x84, 140x56: already at the processor size
+            assert _comparable(remote[sid]) == _comparable(local[sid])
