@@ -66,7 +66,10 @@ def load_study(path: Path) -> Study:
     for b in raw.get("benchmarks", []):
         problems += [f"benchmark {b.get('name', '?')}: no {k}" for k in ("name", "loader") if not b.get(k)]
     for m in raw.get("models", []):
-        problems += [f"model {m.get('name', '?')}: no {k}" for k in ("name", "family", "image") if not m.get(k)]
+        required = ("name", "family", "base_url", "model") if m.get("kind") == "server" else ("name", "family", "image")
+        problems += [f"model {m.get('name', '?')}: no {k}" for k in required if not m.get(k)]
+        if m.get("kind") not in (None, "container", "server"):
+            problems.append(f"model {m.get('name', '?')}: kind must be container or server, not {m.get('kind')!r}")
     if problems:
         raise StudyError(f"{p}: " + "; ".join(problems))
     return Study(name, list(raw.get("benchmarks", [])), list(raw.get("models", [])), p, raw)
@@ -115,6 +118,63 @@ def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[st
         packages["lock_sha256"] = locks.file_sha256(lock)
     return Provenance(pointfail_version=version, checkpoint=model.get("checkpoint") or None,
                       model_revision=model.get("revision") or None, image_digest=image_id, packages=packages)
+
+
+def _served_provenance(model: dict):
+    """Provenance of a served model's records: the checkpoint (the study's ``checkpoint``, else the
+    server's model name), its revision, no image digest (the server is not ours), and the version of
+    the ``openai`` client that talked to it."""
+    import openai
+
+    from pointfail.records import Provenance
+
+    try:
+        import pointfail
+
+        version = getattr(pointfail, "__version__", None)
+    except ImportError:  # pragma: no cover
+        version = None
+    return Provenance(pointfail_version=version, checkpoint=model.get("checkpoint") or model["model"],
+                      model_revision=model.get("revision") or None, image_digest=None,
+                      packages={"openai": openai.__version__})
+
+
+def _run_served_job(model: dict, job: Path, requests: list[dict], *, progress: bool,
+                    log: Callable[[str], None]) -> None:
+    """Answer a job through the model's server (``kind = "server"``): the requests (image paths on this
+    machine) go to ``job/requests.jsonl``, :func:`pointfail.served.backend.run_served` appends
+    ``job/responses.jsonl`` (samples already answered are skipped, so a killed run resumes).
+
+    Raises:
+        StudyError: invalid options, or the server became unavailable (responses so far are kept).
+    """
+    from pydantic import ValidationError
+
+    from pointfail.records import append_jsonl
+    from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
+    from pointfail.served.options import ServedOptions
+
+    try:
+        options = ServedOptions.model_validate(model.get("options", {}))
+        served = ServedModel(model["base_url"], model["model"], model["family"], model.get("api_key_env"), options)
+    except (ValidationError, ValueError) as e:
+        raise StudyError(f"model {model['name']}: {e}") from e
+    job.mkdir(parents=True, exist_ok=True)
+    req = job / "requests.jsonl"
+    tmp = job / "requests.jsonl.tmp"
+    tmp.unlink(missing_ok=True)
+    for r in requests:
+        append_jsonl(tmp, r)
+    os.replace(tmp, req)
+    log(f"[run] {model['name']}: {len(requests)} samples through {model['model']} at {model['base_url']}")
+    try:
+        s = run_served(served, req, job / "responses.jsonl", progress=progress)
+    except ServerUnavailable as e:
+        raise StudyError(f"model {model['name']}: {e}") from e
+    except ValueError as e:
+        raise StudyError(f"model {model['name']}: {e}") from e
+    log(f"[run] {model['name']}: {s.answered} answered ({s.refused} refused or filtered), {s.errors} errors, "
+        f"{s.skipped} already answered, {s.requests} requests, {s.transport_failures} transport failures")
 
 
 def repo_relative(record, repo: Path):
@@ -181,6 +241,9 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     weights: dict[str, Optional[Path]] = {}
     for m in sel_models:
         fam = get_family(m["family"])
+        if m.get("kind") == "server":
+            weights[m["name"]] = None
+            continue
         needs = bool(m.get("checkpoint")) or m["family"] not in ("center", "ocr")
         if getattr(fam, "backend", None) is None and m["family"] not in ("center", "ocr"):
             missing.append(f"model {m['name']}: family {m['family']} has no worker backend")
@@ -192,15 +255,21 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     if missing:
         raise StudyError("missing before any work:\n  " + "\n  ".join(missing))
 
-    client = client or ensure_engine()
+    if any(m.get("kind") != "server" for m in sel_models):
+        client = client or ensure_engine()
     out: dict[str, dict[str, int]] = {}
     samples_by_bench = {b["name"]: load_benchmark(b["loader"], data_dirs[b["name"]], limit=limit or b.get("limit"))
                         for b in sel_benchmarks}
     for m in sel_models:
         fam = get_family(m["family"])
-        built = imod.ensure_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
-                                  base_lock=base_lock, log=log)
-        prov = _provenance(repo, m["image"], variant, built.id, m)
+        served = m.get("kind") == "server"
+        if served:
+            built = None
+            prov = _served_provenance(m)
+        else:
+            built = imod.ensure_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
+                                      base_lock=base_lock, log=log)
+            prov = _provenance(repo, m["image"], variant, built.id, m)
         out[m["name"]] = {}
         for b in sel_benchmarks:
             samples = samples_by_bench[b["name"]]
@@ -209,20 +278,23 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
             for s in samples:
                 pr = build_prompt(fam, s)
                 prompts[s.sample_id] = pr
-                requests.append({"sample_id": s.sample_id, "image": container_image_path(s.image.path, mounts),
-                                 "prompt": pr.sent, "task": s.task,
+                image = str(Path(s.image.path).resolve()) if served else container_image_path(s.image.path, mounts)
+                requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent, "task": s.task,
                                  "max_new_tokens": int(m.get("max_new_tokens", 128))})
             job = work_root / m["name"] / b["name"]
-            extra = ["--revision", m["revision"]] if m.get("revision") else []
-            log(f"[run] {m['name']} on {b['name']}: {len(requests)} samples, image {built.tag}")
-            try:
-                cmod.run_job(client, built.tag, family=m["family"], job_dir=job, requests=requests,
-                             weights_dir=weights[m["name"]], data_dirs=mounts,
-                             batch_size=int(batch_size or m.get("batch_size", 1)), mem_limit=mem_limit,
-                             wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
-                             fix_permissions=fix_permissions)
-            except cmod.ContainerFailed as e:
-                raise StudyError(f"model {m['name']} on {b['name']} failed: {e}") from e
+            if served:
+                _run_served_job(m, job, requests, progress=progress, log=log)
+            else:
+                extra = ["--revision", m["revision"]] if m.get("revision") else []
+                log(f"[run] {m['name']} on {b['name']}: {len(requests)} samples, image {built.tag}")
+                try:
+                    cmod.run_job(client, built.tag, family=m["family"], job_dir=job, requests=requests,
+                                 weights_dir=weights[m["name"]], data_dirs=mounts,
+                                 batch_size=int(batch_size or m.get("batch_size", 1)), mem_limit=mem_limit,
+                                 wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
+                                 fix_permissions=fix_permissions)
+                except cmod.ContainerFailed as e:
+                    raise StudyError(f"model {m['name']} on {b['name']} failed: {e}") from e
             responses = {}
             for raw in (job / "responses.jsonl").read_bytes().split(b"\n"):
                 try:
