@@ -444,3 +444,46 @@ def test_parse_never_raises_on_syntax_soup(name, parts):
     assert (r.points or r.boxes) or r.reason
     for p in r.points + r.boxes:
         assert all(abs(v) < float("inf") for v in p)
+
+
+# ----------------------------------------------------------------------------- declines (absent referents)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_family_reads_its_own_decline(name):
+    fam = get_family(name)
+    r = fam.parse(fam.format_decline(), (640, 480), (644, 476))
+    assert r.reason == "declined" and "declined" in r.flags and not r.points and not r.boxes
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_prompt_says_how_to_decline_only_when_the_referent_may_be_absent(name):
+    fam = get_family(name)
+    plain = fam.prompt("Click the Save button.", "point")
+    told = fam.prompt("Click the Save button.", "point", absent_possible=True)
+    if fam.decline_prompt is None:
+        # task-token prompts cannot carry a sentence; these families decline by giving no location
+        assert told == plain and fam.declines_by_silence
+    else:
+        assert told.startswith(plain.rstrip().rstrip(".")) and told.endswith(fam.decline_prompt)
+        assert plain.count(fam.decline_prompt) == 0
+
+
+def test_decline_conventions_fixed_cases():
+    # json_pixels convention: its own keys with a null location
+    assert get_family("json_pixels").parse('{"bbox": null}', (640, 480), task="box").reason == "declined"
+    # Molmo: PixMo-Points' "There are none."
+    assert get_family("molmo").parse("There are none.", (640, 480)).reason == "declined"
+    # Qwen / Gemini: an empty grounding list, fenced or bare
+    assert get_family("qwen3_vl").parse("```json\n[]\n```", (640, 480)).reason == "declined"
+    assert get_family("gemini").parse("[]", (640, 480)).reason == "declined"
+    # PaliGemma: a detection with nothing found writes no loc tokens (empty or label only)
+    assert get_family("paligemma").parse("", (640, 480)).reason == "declined"
+    # other families: "not present", or an English statement of absence
+    assert get_family("uground").parse("The button is not present in the screenshot.", (640, 480)).reason == "declined"
+    # prose without coordinates and without a decline stays no_coordinates, never a decline
+    assert get_family("uground").parse("It is the blue one.", (640, 480)).reason == "no_coordinates"
+    assert get_family("json_pixels").parse("", (640, 480)).reason == "empty"
+    # a location wins over decline words: that is a located answer (hallucinated if absent)
+    r = get_family("json_pixels").parse('Not present, but maybe {"point": [10, 20]}', (640, 480))
+    assert r.points and r.reason is None and "declined" not in r.flags

@@ -285,7 +285,9 @@ def test_points_from_mixed_syntaxes_follow_text_order():
 
 @pytest.mark.parametrize(
     "text, reason",
-    [("", "empty"), ("   \n", "empty"), (None, "empty"), ("I cannot see a mug.", "no_coordinates")],
+    [("", "empty"), ("   \n", "empty"), (None, "empty"), ("The mug is blue.", "no_coordinates"),
+     # a statement of absence is an explicit decline (families._decline), not an unreadable reply
+     ("I cannot see a mug.", "declined")],
 )
 def test_nothing_parsed_has_a_reason(text, reason):
     r = parse("molmo", text)

@@ -217,3 +217,15 @@ def test_pointing_target_rule(core, target):
     from pointfail.families._text import pointing_target
 
     assert pointing_target(core) == target
+
+
+def test_rows_that_may_be_absent_are_told_how_to_decline_in_the_family_convention():
+    s = _sample("Click the cell containing 4821.", absent_possible=True)
+    sent = build_prompt("json_pixels", s).sent
+    assert sent.endswith('Point task: Click the cell containing 4821. If the target is not in the screenshot, '
+                         'return JSON like {"point": null} (bounding-box tasks: {"bbox": null}).')
+    assert build_prompt("molmo", s).sent == "Point to the cell containing 4821. If there are none, answer: There are none."
+    # task-token families cannot be told; their prompt is unchanged
+    assert build_prompt("paligemma", s).sent == "detect the cell containing 4821"
+    # rows of suites without absent referents get the plain prompt
+    assert "null" not in build_prompt("json_pixels", _sample("Click the cell containing 4821.")).sent

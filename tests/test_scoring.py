@@ -460,3 +460,19 @@ def test_empty_mask_is_refused_standalone_and_an_error_in_records(tmp_path):
                        response=Response(raw_text='<point x="50" y="50">b</point>'))
     assert rec.outcome == "error" and rec.error.startswith("scoring: mask ") and "is empty" in rec.error
     assert rec.parse.points == [[0.5, 0.5]] and rec.geometry.in_target is None
+
+
+def test_absence_outcome_counts_apart_from_the_hit_rate():
+    from pointfail.records import ParseResult
+    from pointfail.scoring import absence_outcome
+
+    declined = ParseResult(family="json_pixels", frame="pixels_original", reason="declined", flags=["declined"])
+    located = ParseResult(family="json_pixels", frame="pixels_original", points=[[0.5, 0.5]])
+    unreadable = ParseResult(family="json_pixels", frame="pixels_original", reason="no_coordinates")
+    assert absence_outcome("absent", "no_prediction", declined) == "correctly_declined"
+    assert absence_outcome("absent", "miss", located) == "hallucinated_a_location"
+    assert absence_outcome("absent", "no_prediction", unreadable) == "no_location_no_decline"
+    assert absence_outcome("absent", "error", None) is None
+    assert absence_outcome("boxes", "no_prediction", declined) == "missed_a_present_referent"
+    assert absence_outcome("boxes", "hit", located) is None
+    assert absence_outcome("mask", "no_prediction", unreadable) is None

@@ -127,7 +127,10 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     ``metadata["directive_suffix"]`` verbatim if a registry pattern left it (named
     ``refspatial_suffix``); for Point-Bench steerable rows whose reference point was loaded, append a
     sentence giving it in pixels (PointArena's evaluator tells models the same, because the point is
-    not drawn in the image); then wrap the core in ``family.prompt(core, sample.task)``.
+    not drawn in the image); then wrap the core in ``family.prompt(core, sample.task, absent_possible)``,
+    where ``absent_possible`` is ``sample.metadata["absent_possible"]`` (set on every row of a suite
+    generated with absent referents, present or not, so the model is told how to decline in its own
+    convention without learning which rows are absent).
 
     Args:
         family: a ``pointfail.families.Family`` or its name (looked up with ``get_family``).
@@ -155,5 +158,8 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     note = _reference_note(sample)
     if note:
         core = f"{core} {note}"
-    sent = family.prompt(core, sample.task)
+    if sample.metadata.get("absent_possible"):
+        sent = family.prompt(core, sample.task, absent_possible=True)
+    else:
+        sent = family.prompt(core, sample.task)
     return Prompt(original=sample.instruction, core=core, sent=sent, stripped=stripped)

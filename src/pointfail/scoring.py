@@ -64,6 +64,8 @@ __all__ = [
     "scorePrediction",
     "frame_compliance",
     "COMPLIANCE_READINGS",
+    "ABSENCE_OUTCOMES",
+    "absence_outcome",
 ]
 
 
@@ -149,6 +151,47 @@ def score_parse(
     if point is None:
         return "no_prediction", geometry
     return ("hit" if geometry.in_target else "miss"), geometry
+
+
+ABSENCE_OUTCOMES: tuple[str, ...] = (
+    "correctly_declined",
+    "hallucinated_a_location",
+    "no_location_no_decline",
+    "missed_a_present_referent",
+)
+"""What :func:`absence_outcome` returns, besides ``None``."""
+
+
+def absence_outcome(target_kind: str, outcome: str, parse: Optional[ParseResult]) -> Optional[str]:
+    """The absent-referent count a sample belongs to, apart from the hit rate (the grounding-metrics
+    document's table: "correctly_declined: nothing matched, and the model pointed at nothing;
+    hallucinated_a_location: nothing matched, and the model pointed anyway; missed_a_present_referent:
+    something matched, and the model declined").
+
+    A decline is explicit: the family parser read one in the family's convention
+    (``parse.reason == "declined"``, :mod:`pointfail.families._decline`). A reply with no location and
+    no decline (unreadable, empty, truncated) is not credited as declining: for an absent referent it
+    is ``no_location_no_decline``.
+
+    Args:
+        target_kind: ``Target.kind`` (``absent`` or a present kind).
+        outcome: the sample's outcome (``hit`` | ``miss`` | ``no_prediction`` | ``error``).
+        parse: the parse result (``None`` for errors).
+
+    Returns:
+        For an absent referent: ``correctly_declined``, ``hallucinated_a_location`` (any point or box:
+        the outcome is ``miss``) or ``no_location_no_decline``; for a present referent:
+        ``missed_a_present_referent`` when the model declined, else ``None``. ``None`` for ``error``
+        (infrastructure errors are counted in their own column).
+    """
+    if outcome == "error":
+        return None
+    declined = parse is not None and parse.reason == "declined"
+    if target_kind == "absent":
+        if outcome in ("hit", "miss"):
+            return "hallucinated_a_location"
+        return "correctly_declined" if declined else "no_location_no_decline"
+    return "missed_a_present_referent" if declined else None
 
 
 def _official_score(sample: Sample, parse: Optional[ParseResult], region: TargetRegion) -> Optional[OfficialScore]:

@@ -31,7 +31,8 @@ Parsing pipeline (:meth:`Family.parse`), the same for every family; each step is
    points are still reported, and scoring decides what that answer gets).
 9. A reply that ends mid-structure is flagged ``truncated``; the complete points before the cut are
    kept. With nothing parsed, ``reason`` says why: the first number error, else ``truncated``, else
-   ``empty`` or ``no_coordinates``.
+   ``declined`` (an explicit decline in the family's convention, :mod:`pointfail.families._decline`),
+   else ``empty`` or ``no_coordinates``.
 
 All points are kept in the order written; the first is the primary point.
 """
@@ -42,6 +43,7 @@ import importlib
 import pkgutil
 from typing import ClassVar, Optional
 
+from pointfail.families._decline import reads_as_decline
 from pointfail.families._text import (
     Diagnostics,
     Item,
@@ -83,6 +85,8 @@ class Family:
             (``"Point to {target}"``); replaced literally, not with ``str.format``.
         system_prompt: a system message to send with the prompt, or ``None``.
         decimals: digits after the decimal point the model writes (precision of :meth:`format_point`).
+        decline_prompt / decline_answer / declines_by_silence: how the family is told to decline and
+            how it declines when the referent may be absent (:mod:`pointfail.families._decline`).
         resize: for ``pixels_resized`` frames, the ``smart_resize`` settings (``factor``,
             ``min_pixels``, ``max_pixels``) the family's checkpoints are run with, as their authors
             give them; :meth:`expected_model_input_size` computes with it. ``None`` for other frames.
@@ -97,12 +101,17 @@ class Family:
     system_prompt: ClassVar[Optional[str]] = None
     decimals: ClassVar[int] = 0
     resize: ClassVar[Optional[dict]] = None
+    decline_prompt: ClassVar[Optional[str]] = 'If there is no such target in the image, answer exactly: not present.'
+    decline_answer: ClassVar[str] = "not present"
+    declines_by_silence: ClassVar[bool] = False
 
     # ---------------------------------------------------------------- prompts
 
-    def prompt(self, core_instruction: str, task: str = "point") -> str:
+    def prompt(self, core_instruction: str, task: str = "point", absent_possible: bool = False) -> str:
         """The instruction wrapped in the family's native phrasing for ``task`` (``"point"`` or
-        ``"box"``). Raises ``ValueError`` for another task."""
+        ``"box"``); with ``absent_possible`` (the referent may not be in the image) the family's
+        :attr:`decline_prompt` follows on the same line, when it has one. Raises ``ValueError`` for
+        another task."""
         from pointfail.families._text import clean_core, pointing_target
 
         if task not in ("point", "box"):
@@ -110,7 +119,11 @@ class Family:
         core = clean_core(core_instruction)
         tpl = self.point_prompt if task == "point" else self.box_prompt
         target = pointing_target(core)
-        return tpl.replace("{point_to}", f"Point to {target}").replace("{target}", target).replace("{core}", core)
+        text = tpl.replace("{point_to}", f"Point to {target}").replace("{target}", target).replace("{core}", core)
+        if absent_possible and self.decline_prompt:
+            sep = " " if text.rstrip()[-1:] in (".", "?", "!", ":") else ". "
+            text = f"{text.rstrip()}{sep}{self.decline_prompt}"
+        return text
 
     # ---------------------------------------------------------------- parsing
 
@@ -161,11 +174,16 @@ class Family:
         diag = Diagnostics()
         result = dict(family=self.name, frame=self.frame.name)
         if not text or not text.strip():
+            if self.declines_by_silence:
+                return ParseResult(**result, flags=["declined"], reason="declined")
             return ParseResult(**result, reason="empty")
         answer = self._answer(text, diag)
         if answer is None:
             return ParseResult(**result, flags=diag.flags, reason="truncated", truncated=True)
         if not answer.strip():
+            if self.declines_by_silence:
+                diag.flag("declined")
+                return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="declined")
             return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="empty")
         items = self._items(answer, diag)
         truncated = looks_truncated(answer)
@@ -209,6 +227,9 @@ class Family:
                 reason = diag.bad_reasons[0]
             elif truncated:
                 reason = "truncated"
+            elif self.declines_by_silence or reads_as_decline(answer):
+                diag.flag("declined")
+                reason = "declined"
             else:
                 reason = "no_coordinates"
         return ParseResult(
@@ -289,6 +310,11 @@ class Family:
     def format_point(self, x: float, y: float, image_size: Size, model_input_size: Optional[Size] = None) -> str:
         """Write the normalized point ``(x, y)`` in this family's syntax at its real precision."""
         raise NotImplementedError
+
+    def format_decline(self) -> str:
+        """Write the family's decline (the answer its :attr:`decline_prompt` asks for; the empty reply
+        for families that decline by silence)."""
+        return "" if self.declines_by_silence else self.decline_answer
 
     def format_box(
         self, x0: float, y0: float, x1: float, y1: float, image_size: Size, model_input_size: Optional[Size] = None

@@ -6,6 +6,10 @@ grounding cookbook's wording; only the coordinate frame differs (Qwen2.5-VL: pix
 ``smart_resize``'d input, Qwen3-VL: a 0-1000 grid), so each family sets ``frame`` and nothing else
 about parsing. Sources: Qwen2.5-VL technical report (arXiv:2502.13923) and grounding cookbook;
 Qwen3-VL model cards and cookbooks.
+
+Declining: an empty JSON list (``[]``, fenced or not) is the grounding list with nothing found; when the
+referent may be absent the prompt asks for it ("If there is no such object in the image, output an
+empty JSON list []."), and it parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class QwenJSONFamily(Family):
     point_prompt = '{point_to}, output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
     box_prompt = 'Locate {target}, output its bbox coordinates using JSON format as [{"bbox_2d": [x1, y1, x2, y2], "label": "..."}].'
     decimals = 0
+    decline_prompt = "If there is no such object in the image, output an empty JSON list []."
+    decline_answer = "```json\n[]\n```"
     json_layout: ClassVar[str] = "compact"
 
     def extract(self, text, diag):

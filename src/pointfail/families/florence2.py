@@ -6,6 +6,10 @@ Convention (Florence-2 model card and its processor's post-processing): region a
 :class:`~pointfail.frames.Frame` ``bins`` rule). A run of two tokens is a point; multiples of four are
 several boxes. Prompt: the ``<CAPTION_TO_PHRASE_GROUNDING>`` task token followed by the phrase, for
 both tasks (the box centre is the point).
+
+Declining: the prompt is task tokens only and cannot carry an instruction, and the model's own way of
+saying "nothing here" is an answer with no location tokens (``declines_by_silence``); such a reply,
+empty or text only, parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ class Florence2(LocTokenFamily):
     backend = None
     point_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
     box_prompt = "<CAPTION_TO_PHRASE_GROUNDING>{target}"
+    # prompted with task tokens only: no room for an instruction; declines by giving no location
+    decline_prompt = None
+    declines_by_silence = True
     loc_pattern = r"<loc_(\d{1,4})>"
     loc_token = "<loc_{}>"
     label_template = "target{tokens}"

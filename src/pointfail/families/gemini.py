@@ -4,6 +4,9 @@ Convention (Gemini API documentation on object detection and pointing, and the G
 docs): points are JSON ``[{"point": [y, x], "label": …}]`` and boxes
 ``[{"box_2d": [ymin, xmin, ymax, xmax], "label": …}]``, normalized to 0–1000, y before x. Bare
 ``[y, x]`` lists without a key are read too (after-prose rule).
+
+Declining: the same JSON list with nothing in it (``[]``); when the referent may be absent the
+prompt asks for it, and it parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class Gemini(Family):
         'Detect {target}. Output a json list where each entry contains the 2D bounding box in "box_2d" '
         '([ymin, xmin, ymax, xmax] normalized to 0-1000) and a text label in "label".'
     )
+    decline_prompt = "If there is no such object in the image, output an empty json list []."
+    decline_answer = "```json\n[]\n```"
 
     def extract(self, text, diag):
         items = read_keyed_lists(text, KEYS, diag)

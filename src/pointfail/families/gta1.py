@@ -39,10 +39,11 @@ class GTA1(Family):
     point_prompt = SYSTEM.replace("{resolution}", "") + "\n\n{core}"
     box_prompt = point_prompt
 
-    def prompt(self, core_instruction, task="point", model_input_size=None):
+    def prompt(self, core_instruction, task="point", absent_possible=False, model_input_size=None):
         """The GTA1 system prompt and the instruction; with ``model_input_size`` ``(Wr, Hr)`` the
-        sentence "The image resolution is height Hr and width Wr." is included, as GTA1 expects."""
-        text = super().prompt(core_instruction, task)
+        sentence "The image resolution is height Hr and width Wr." is included, as GTA1 expects.
+        ``absent_possible`` as in :meth:`Family.prompt`."""
+        text = super().prompt(core_instruction, task, absent_possible)
         if model_input_size is not None:
             w, h = model_input_size
             text = text.replace(

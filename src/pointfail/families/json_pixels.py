@@ -8,6 +8,11 @@ absolute pixel coordinates of the original image, origin top-left. The system pr
 original image. A reply in another frame (e.g. 0–1000) is *not* rescaled: that is the paper's
 coordinate-frame compliance failure, scored as given (a separate diagnostic may report other
 readings).
+
+Declining (absent referents, :mod:`pointfail.families._decline`): when the suite may hold absent
+referents the prompt adds 'If the target is not in the screenshot, return JSON like {"point": null}
+(bounding-box tasks: {"bbox": null})', the convention's own keys with a null location; such a reply
+parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class JsonPixels(Family):
     point_prompt = SYSTEM_PROMPT + "\n\nPoint task: {core}"
     box_prompt = SYSTEM_PROMPT + "\n\nBounding-box task: {core}"
     decimals = 0
+    # the convention's own null: the same JSON keys with no location
+    decline_prompt = 'If the target is not in the screenshot, return JSON like {"point": null} (bounding-box tasks: {"bbox": null}).'
+    decline_answer = '{"point": null}'
 
     def extract(self, text, diag):
         return read_keyed_lists(text, KEYS, diag)

@@ -17,6 +17,10 @@ Worked case: ``<patch_index_0033><patch_index_0036>`` (row 1, columns 1 and 4, t
 ``[1/32, 1/32, 5/32, 2/32]``; on a 640x480 image ``[20, 15, 100, 30]`` px, whose centre ``(60, 22.5)``
 is the point. (Between centres it would be ``[30, 22.5, 90, 22.5]``: zero height.)
 Prompt: ``<grounding><phrase>…</phrase>`` (referring expression comprehension).
+
+Declining: the prompt is task tokens only and cannot carry an instruction, and the model's own way of
+saying "nothing here" is an answer with no location tokens (``declines_by_silence``); such a reply,
+empty or text only, parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class Kosmos2(Family):
     backend = None
     point_prompt = "<grounding><phrase> {target}</phrase>"
     box_prompt = "<grounding><phrase> {target}</phrase>"
+    # prompted with task tokens only: no room for an instruction; declines by giving no location
+    decline_prompt = None
+    declines_by_silence = True
 
     def extract(self, text, diag):
         toks = list(re.finditer(r"<patch_index_(\d{1,4})>", text))

@@ -7,6 +7,10 @@ click-style prompts. ``x``/``y`` are percentages (0–100) of the original image
 decimal. Prompt phrasing: "Point to …" (the PixMo-Points instruction). Molmo has no box syntax; for
 a box task it is still asked to point, and its points give no box.
 
+Declining: the PixMo-Points data (Molmo paper) answers a pointing query whose object is missing
+with "There are none."; when the referent may be absent the prompt says so ("If there are none,
+answer: There are none."), and the reply parses as ``reason == "declined"``.
+
 Molmo's own evaluator (``extract_points`` in the authors' code) also reads a bare percent tuple
 ``(18.6, 30.2)``; pointfail reads one too when the reply has no point tag and no ``Click(…)``
 (flag ``bare_tuple``, after-prose rule of :func:`~pointfail.families._text.read_bare_groups`).
@@ -34,6 +38,9 @@ class Molmo(Family):
     backend = "pointfail.backends.molmo"
     point_prompt = "{point_to}"
     box_prompt = "{point_to}"
+    # Molmo's pointing data answers a query whose object is missing with "There are none."
+    decline_prompt = 'If there are none, answer: There are none.'
+    decline_answer = "There are none."
     decimals = 1
 
     def extract(self, text, diag):

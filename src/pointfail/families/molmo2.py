@@ -39,6 +39,9 @@ class Molmo2(Family):
     backend = "pointfail.backends.molmo2"
     point_prompt = "{point_to}"
     box_prompt = "{point_to}"
+    # Molmo's pointing data answers a query whose object is missing with "There are none."
+    decline_prompt = 'If there are none, answer: There are none.'
+    decline_answer = "There are none."
     decimals = 0
 
     def extract(self, text, diag):

@@ -12,6 +12,10 @@ back as ``N / 1023`` of the image side, so ``<loc0000>`` is the top/left edge an
 bottom/right edge. Worked case: ``<loc0512><loc0256>`` on a 3840x2160 image is
 ``x = 256 / 1023 * 3840 = 960.94`` px, ``y = 512 / 1023 * 2160 = 1081.06`` px (a bin-centre reading,
 ``(256 + 0.5) / 1024 * 3840 = 961.88`` px, would be 0.94 px off; at ``<loc0000>`` and ``<loc1023>`` the gap is 1.875 px).
+
+Declining: the prompt is task tokens only and cannot carry an instruction, and the model's own way of
+saying "nothing here" is an answer with no location tokens (``declines_by_silence``); such a reply,
+empty or text only, parses as ``reason == "declined"``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ class PaliGemma(LocTokenFamily):
     backend = None
     point_prompt = "detect {target}"
     box_prompt = "detect {target}"
+    # prompted with task tokens only: no room for an instruction; declines by giving no location
+    decline_prompt = None
+    declines_by_silence = True
     loc_pattern = r"<loc(\d{1,4})>"
     loc_token = "<loc{:04d}>"
     label_template = "{tokens} target"
