@@ -116,7 +116,7 @@ def test_token_frames_report_only_their_declared_reading(box_region):
 
 
 def test_no_point_and_absent_target(box_region):
-    d = frame_compliance("json_pixels", "I cannot see it.", SIZE, box_region)
+    d = frame_compliance("json_pixels", "It is the blue one.", SIZE, box_region)
     assert d["raw_primary"] is None and d["reason"] == "no_coordinates"
     assert all(r["hit"] is None and r["primary"] is None for r in d["readings"]) and d["hit_frames"] == []
     absent = TargetRegion.from_target(Target(kind="absent"), SIZE)

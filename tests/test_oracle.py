@@ -262,3 +262,15 @@ def test_web_smaller_elements_inside_a_paragraph_win():
     # a paragraph target (box task) missed into another paragraph
     j = oracle_judgment(WEB, "el:0006", (50, 50), 8.0)
     assert j.label == "wrong_instance" and "on el:0001 (text/paragraph)" in j.detail
+
+
+def test_located_answer_to_an_absent_referent_is_hallucinated():
+    """The referent is nowhere in the image (target_id None): whatever the point lands on, even a
+    cell of the kind asked for, the answer points at something that is not there."""
+    j = oracle_judgment(GRAPH, None, (130, 60), 8.0)
+    assert j.label == "hallucinated" and j.status == "labeled"
+    # the innermost element under the point is named for the audit: word:B2 inside cell:B2
+    assert "referent is absent" in j.detail and "on word:B2 (word)" in j.detail
+    assert oracle_judgment(GRAPH, None, (350, 150), 8.0).detail.endswith("on no element")
+    # the tolerance never turns it into a near miss
+    assert oracle_judgment(GRAPH, None, (0, 20), 1000.0).label == "hallucinated"

@@ -31,6 +31,11 @@ pixels with edges inclusive (the PointerBench / ScreenSpot rule, as ``docs/archi
 3. No candidate contains ``p`` (background, margins, a point outside the image, blank space inside a
    tiled container) → ``hallucinated``.
 
+**Absent referent** (``target_id`` is ``None``: the suite row's referent is nowhere in the image, as its
+scene-graph proof of absence shows): any located answer points at something that is not there, the
+failure the source study calls ``hallucinated``, whatever element lies under the point; ``detail``
+names that element (or "no element") for the audit.
+
 **Containers** (rule for "what the point landed on"). Some elements are boxes around other elements and
 cover the blank space between them: the text suite's ``line`` (the union of its glyph boxes, which also
 spans the gaps between words) and ``paragraph`` (the union of its lines, which also spans the leading
@@ -60,7 +65,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from pointfail.records import Judgment
 
@@ -154,7 +159,7 @@ def _area(box: Sequence[float]) -> float:
 
 def oracle_judgment(
     scene_graph: dict[str, Any],
-    target_id: str,
+    target_id: Optional[str],
     point_px: Sequence[float],
     tolerance_px: float = DEFAULT_TOLERANCE_PX,
 ) -> Judgment:
@@ -162,7 +167,8 @@ def oracle_judgment(
 
     Args:
         scene_graph: a validated scene graph (``load_scene_graph``), boxes in pixels.
-        target_id: the ``id`` of the target element (the metadata row's ``target_id``).
+        target_id: the ``id`` of the target element (the metadata row's ``target_id``); ``None`` for
+            an absent referent (the answer is ``hallucinated``).
         point_px: the primary point ``(x, y)`` in pixels of the original image, origin top-left.
         tolerance_px: the ``off_by_pixels`` tolerance in pixels (>= 0).
 
@@ -181,13 +187,24 @@ def oracle_judgment(
         raise ValueError(f"tolerance_px must be finite and >= 0, got {tolerance_px!r}")
     p = (float(point_px[0]), float(point_px[1]))
     elements = scene_graph["elements"]
+    options = {"tolerance_px": float(tolerance_px)}
+    if target_id is None:
+        under = [el for el in elements if box_contains(el["box"], p)]
+        on = min(under, key=lambda el: (_area(el["box"]), el["id"])) if under else None
+        what = f"on {on['id']} ({_kind_name(on)})" if on else "on no element"
+        return Judgment(
+            judge="oracle",
+            status="labeled",
+            label="hallucinated",
+            options=options,
+            detail=f"the referent is absent from the image; point ({p[0]:.2f}, {p[1]:.2f}) px {what}",
+        )
     targets = [el for el in elements if el["id"] == target_id]
     if not targets:
         raise SceneGraphError(f"target id {target_id!r} is not an element of the scene graph")
     target = targets[0]
     dist = box_distance_px(p, target["box"])
     where = f"point ({p[0]:.2f}, {p[1]:.2f}) px is {dist:.2f} px from target {target_id} ({target['category']})"
-    options = {"tolerance_px": float(tolerance_px)}
     if dist <= tolerance_px:
         return Judgment(
             judge="oracle",

@@ -246,7 +246,9 @@ def oracle_for_record(
     try:
         x, y = _primary_point(record)
         target_id = record.metadata.get("target_id")
-        if not isinstance(target_id, str) or not target_id:
+        if record.target.kind == "absent":
+            target_id = None  # the referent is not in the image: a located answer is hallucinated
+        elif not isinstance(target_id, str) or not target_id:
             raise ValueError("record has no metadata.target_id")
         sg = _scene_graph_for(record, paths)
         if cache is not None and sg in cache:
