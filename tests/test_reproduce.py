@@ -16,6 +16,9 @@ def test_generator_command_for_each_suite_kind():
         "sheets", "--n", "150", "--seed", "7", "--out", "/out/sheets"]
     assert reproduce.generator_command(
         {"name": "web", "generator": "web", "n": 5, "seed": 1, "pages": "debian-docs"})[-2:] == ["--pages", "debian-docs"]
+    # a study benchmark with absent referents passes its share to the generator
+    assert reproduce.generator_command(
+        {"name": "text", "generator": "text", "n": 5, "seed": 1, "absent_share": 0.1})[-2:] == ["--absent-share", "0.1"]
 
 
 def _manifest(path, files, environment):

@@ -95,6 +95,8 @@ def generator_command(bench: dict) -> list[str]:
            "--out", f"{SUITE_MOUNT}/{bench['name']}"]
     if bench["generator"] == "web" and bench.get("pages"):
         cmd += ["--pages", str(bench["pages"])]
+    if bench.get("absent_share"):
+        cmd += ["--absent-share", repr(float(bench["absent_share"]))]
     return cmd
 
 

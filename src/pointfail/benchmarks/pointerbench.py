@@ -28,7 +28,7 @@ see ``docs/architecture.md``. Their images are required.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pointfail.records import ImageRef, Sample, Target
 
@@ -70,14 +70,24 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
     samples: dict[str, Sample] = {}
     for line, row in read_jsonl(meta, benchmark):
         where = f"{meta}:{line}"
+        absent = suite and isinstance(row, dict) and row.get("referent") == "absent"
         need = ["id", "file_name", "instruction", "bbox", "answer_type", "eval", "image_size"]
-        if suite:
+        if absent:  # no target: bbox and target_id are null (pointfail.suites.absent)
+            need = [k for k in need if k != "bbox"] + ["absence_proof"]
+        elif suite:
             need.append("target_id")
         why = row_problem(row, need, seen=samples)
         if why:
             problems.add(f"{where}: {why}")
             continue
         sid = str(row["id"])
+        if absent:
+            sample, why = _absent_sample(row, sid, benchmark, test, sub)
+            if why:
+                problems.add(f"{where}: {why}")
+            else:
+                samples[sid] = sample
+            continue
         box, why = check_box(row["bbox"])
         if box is None:
             problems.add(f"{where}: {why}")
@@ -133,6 +143,44 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
                               target=target, metadata=metadata, scene_graph_path=scene_graph_path)
     problems.raise_if_any()
     return [samples[k] for k in sorted(samples)]
+
+
+def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -> tuple[Any, Optional[str]]:
+    """A suite row whose referent is absent (:mod:`pointfail.suites.absent`): ``(Sample, None)`` with a
+    ``Target(kind="absent")``, or ``(None, why)``. The row's proof of absence is re-derived from its
+    scene graph, never taken on the row's word."""
+    from pointfail.records import canonical_json, sha256_bytes
+    from pointfail.suites.absent import check_absence_proof
+    from pointfail.suites.common import SuiteError
+
+    if row.get("bbox") is not None or row.get("target_id") is not None:
+        return None, "an absent row has a bbox or a target_id"
+    if row.get("eval") != {"type": "absent"}:
+        return None, f"an absent row's eval must be {{'type': 'absent'}}, got {row.get('eval')!r}"
+    if row.get("answer_type") not in ("point", "bbox"):
+        return None, f"answer_type {row.get('answer_type')!r} is not point or bbox"
+    size = row.get("image_size")
+    if not (isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
+        return None, f"image_size {size!r} is not [W, H]"
+    img_path = test / str(row["file_name"])
+    if not img_path.is_file():
+        return None, f"missing image {img_path}"
+    img = image_ref(img_path, expected_size=(size[0], size[1]))
+    sg = row.get("scene_graph")
+    cands = ([test / str(sg), sub / str(sg)] if sg else []) + [test / "scene_graphs" / f"{Path(str(row['file_name'])).stem}.json"]
+    found = next((c for c in cands if c.is_file()), None)
+    if found is None:
+        return None, f"missing scene graph {cands[0]}"
+    proof = row.get("absence_proof")
+    try:
+        check_absence_proof(read_json(found, benchmark), proof)
+    except SuiteError as e:
+        return None, f"absence proof does not hold: {e}"
+    metadata = {k: v for k, v in row.items() if k not in _NOT_METADATA and _scalar(v)}
+    target = Target(kind="absent", eval={"type": "absent"}, sha256=sha256_bytes(canonical_json(proof).encode()))
+    return Sample(sample_id=sid, benchmark=benchmark, image=img, instruction=str(row["instruction"]),
+                  task="box" if row["answer_type"] == "bbox" else "point", target=target, metadata=metadata,
+                  scene_graph_path=found.as_posix()), None
 
 
 def make_pointerbench_loader(name: str):

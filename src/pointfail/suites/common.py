@@ -402,6 +402,14 @@ def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=200, help="number of samples (default 200)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument("--out", required=True, help="output directory (created; an earlier suite there is replaced)")
+    add_absent_share_argument(parser)
+
+
+def add_absent_share_argument(parser: argparse.ArgumentParser) -> None:
+    """``--absent-share F``: the fraction of rows whose referent is not in the image
+    (:mod:`pointfail.suites.absent`; default 0)."""
+    parser.add_argument("--absent-share", type=float, default=0.0,
+                        help="fraction of samples whose referent is absent from the image (default 0)")
 
 
 def run_suite_command(suite: str, generate: Callable[..., dict[str, Any]], args: argparse.Namespace) -> int:
@@ -410,7 +418,8 @@ def run_suite_command(suite: str, generate: Callable[..., dict[str, Any]], args:
     import sys
 
     try:
-        m = generate(args.out, n=args.n, seed=args.seed)
+        share = float(getattr(args, "absent_share", 0.0) or 0.0)
+        m = generate(args.out, n=args.n, seed=args.seed, **({"absent_share": share} if share else {}))
     except SuiteError as e:
         print(f"pointfail generate {suite}: {e}", file=sys.stderr)
         return 1
@@ -487,7 +496,7 @@ MANIFEST_SCHEMA = "pointfail.suite_manifest/2"
 environment lives in ``environment`` (version 1 hashed PNG bytes and called that section ``versions``)."""
 
 CONTENT_KEYS: tuple[str, ...] = ("schema", "suite", "generator", "generator_version", "seed", "n", "image_size",
-                                 "pages", "offsets")
+                                 "pages", "offsets", "absent_share")
 """Manifest settings that define a suite's content: a difference in any of them is a content difference."""
 
 PIXELS_DOMAIN = b"pointfail.pixels/1"
@@ -529,10 +538,13 @@ def file_content_sha256(path: str | Path) -> str | None:
 
 
 def suite_manifest_fields(*, suite: str, generator: str, generator_version: int, seed: int, n: int,
-                          image_size: tuple[int, int], environment: dict[str, Any]) -> dict[str, Any]:
+                          image_size: tuple[int, int], environment: dict[str, Any],
+                          absent_share: float = 0.0) -> dict[str, Any]:
     """The manifest keys every generated suite has (``files`` is added by :class:`SuiteWriter`):
-    :data:`MANIFEST_SCHEMA`, the generation settings and the rendering ``environment``."""
-    return {
+    :data:`MANIFEST_SCHEMA`, the generation settings and the rendering ``environment``;
+    ``absent_share`` only when it is not 0 (so suites without absent referents keep their bytes)."""
+    extra = {"absent_share": absent_share} if absent_share else {}
+    return extra | {
         "schema": MANIFEST_SCHEMA,
         "suite": suite,
         "generator": generator,
@@ -621,8 +633,11 @@ def generate_suite(
     make_sample: Callable[[random.Random, int], SampleSpec],
     font_names: Iterable[str],
     generator_version: int,
+    absent_share: float = 0.0,
 ) -> dict[str, Any]:
     """Generate ``n`` samples into ``out_dir`` and write the manifest; returns the manifest.
+    With ``absent_share`` > 0, that share of rows names a referent that is not in the image
+    (:func:`pointfail.suites.absent.make_absent_rows`).
 
     ``make_sample(rng, index)`` builds one sample or raises :class:`SuiteError` when the drawn target
     is not unique; the index is then retried with the next attempt's stream (up to
@@ -642,6 +657,7 @@ def generate_suite(
     check_fonts(font_names)
     with SuiteWriter(out_dir) as w:
         rows = []
+        graphs: dict[str, dict[str, Any]] = {}
         for i in range(n):
             spec = None
             errors = []
@@ -655,10 +671,15 @@ def generate_suite(
                 raise SuiteError(f"sample {i}: no unique target in {MAX_ATTEMPTS} attempts; last: {errors[-1]}")
             stem = f"{i:04d}"
             rows.append(build_row(f"{id_prefix}_{stem}", stem, spec))
-            w.add_image(f"{stem}.png", png_bytes(spec.scene.image), scene_graph_json(f"{stem}.png", spec.scene.elements))
+            graphs[f"{stem}.png"] = scene_graph_json(f"{stem}.png", spec.scene.elements)
+            w.add_image(f"{stem}.png", png_bytes(spec.scene.image), graphs[f"{stem}.png"])
+        if absent_share:
+            from pointfail.suites.absent import make_absent_rows
+
+            rows = make_absent_rows(rows, graphs, suite=suite, seed=seed, share=absent_share)
         return w.finish(rows, suite_manifest_fields(
             suite=suite, generator=generator, generator_version=generator_version, seed=seed, n=n,
-            image_size=IMAGE_SIZE, environment=environment_versions(font_names),
+            image_size=IMAGE_SIZE, environment=environment_versions(font_names), absent_share=absent_share,
         ))
 
 
@@ -767,6 +788,8 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
         mod = importlib.import_module(gen)
         with tempfile.TemporaryDirectory() as td:
             gen_kwargs = mod.generator_args(manifest) if hasattr(mod, "generator_args") else {}
+            if manifest.get("absent_share"):
+                gen_kwargs["absent_share"] = float(manifest["absent_share"])
             again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]), **gen_kwargs)
         for rel, digest in sorted(files.items()):
             if again["files"].get(rel) != digest and rel not in mismatched:

@@ -690,7 +690,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     return SampleSpec(Scene(sh.image, sh.elements), target, instr, "point", fields)
 
 
-def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
+def generate(out_dir: str | Path, *, n: int, seed: int, absent_share: float = 0.0) -> dict[str, Any]:
     """Write an ``n``-sample sheets suite with ``seed`` into ``out_dir``; returns the manifest.
     Categories follow :data:`CATEGORY_WEIGHTS` exactly (``category_schedule``); see
     :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
@@ -699,7 +699,7 @@ def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
     return generate_suite(
         suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
         make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i]), font_names=FONTS_USED,
-        generator_version=GENERATOR_VERSION,
+        generator_version=GENERATOR_VERSION, absent_share=absent_share,
     )
 
 

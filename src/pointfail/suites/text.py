@@ -604,7 +604,7 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     return SampleSpec(Scene(doc.image, page.elements), target, instr, answer, fields)
 
 
-def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
+def generate(out_dir: str | Path, *, n: int, seed: int, absent_share: float = 0.0) -> dict[str, Any]:
     """Write an ``n``-sample text suite with ``seed`` into ``out_dir``; returns the manifest.
     Categories follow :data:`CATEGORY_WEIGHTS` and languages ``corpus.LANGUAGE_WEIGHTS`` exactly
     (``category_schedule``: half English, a tenth each of the others, as in PointerBench-Text); see
@@ -616,7 +616,7 @@ def generate(out_dir: str | Path, *, n: int, seed: int) -> dict[str, Any]:
         suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
         make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i], language=langs[i]),
         font_names=FONTS_USED,
-        generator_version=GENERATOR_VERSION,
+        generator_version=GENERATOR_VERSION, absent_share=absent_share,
     )
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.suites.common import package_version
+from pointfail.suites.common import add_absent_share_argument, package_version
 
 VIEWPORT = (1024, 768)
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) pointfail-web-suite/1 Chromium"
@@ -372,7 +372,7 @@ def _scene_graph(view: View, image_name: str) -> tuple[dict[str, Any], list[dict
 
 
 def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-docs",
-             offsets_per_page: int = 3) -> dict[str, Any]:
+             offsets_per_page: int = 3, absent_share: float = 0.0) -> dict[str, Any]:
     """Render the pages and write an ``n``-sample suite in the PointerBench layout with scene graphs
     and a manifest (see ``docs/architecture.md``). Returns the manifest.
 
@@ -458,9 +458,13 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
     env = common.environment_versions(FONT_NAMES)
     env.update({"browser": browser_version, "fontconfig_families": fontconfig_families()})
     env.update({p.package: p.package_version or "unknown" for p in pages if p.package})
+    if absent_share:
+        from pointfail.suites.absent import make_absent_rows
+
+        rows = make_absent_rows(rows, graphs, suite="web", seed=seed, share=absent_share)
     manifest_fields = common.suite_manifest_fields(
         suite="web", generator="pointfail.suites.web", generator_version=1, seed=seed, n=n, image_size=VIEWPORT,
-        environment=env,
+        environment=env, absent_share=absent_share,
     )
     manifest_fields.update({
         "pages": pages_spec, "offsets": offsets_per_page,
@@ -494,13 +498,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=300, help="number of samples")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--offsets", type=int, default=3, help="scroll offsets per page")
+    add_absent_share_argument(parser)
     parser.add_argument("--out", required=True, help="output suite directory")
 
 
 def run(args: argparse.Namespace) -> int:
     """``pointfail generate web``: render and write the suite; print a one-line summary."""
     try:
-        manifest = generate(args.out, n=args.n, seed=args.seed, pages_spec=args.pages, offsets_per_page=args.offsets)
+        manifest = generate(args.out, n=args.n, seed=args.seed, pages_spec=args.pages, offsets_per_page=args.offsets,
+                            absent_share=args.absent_share)
     except WebSuiteError as e:
         print(f"error: {e}")
         return 2
