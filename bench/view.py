@@ -24,7 +24,6 @@ import importlib.util
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -97,7 +96,8 @@ def dir_size(d: Path, pattern: str = "**/*") -> tuple[int, int]:
 def browser_timings(site: Path, repeat: int) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
-    out: dict[str, list[float]] = {"list first render": [], "sample first render": []}
+    out: dict[str, list[float]] = {"list: data scripts parsed": [], "list: columns built": [], "list first render": [],
+                                   "sample first render": []}
     for name, _ in FILTERS:
         out[f"filter: {name}"] = []
     with sync_playwright() as pw:
@@ -108,6 +108,9 @@ def browser_timings(site: Path, repeat: int) -> dict[str, list[float]]:
             pg.goto((site / "list.html").as_uri(), wait_until="commit")
             pg.wait_for_selector('#app[data-ready="list"]', timeout=120_000)
             out["list first render"].append(pg.evaluate("performance.now()") / 1000)
+            scripts, columns = pg.evaluate("[PF.timing.scripts, PF.timing.columns]")
+            out["list: data scripts parsed"].append(scripts / 1000)
+            out["list: columns built"].append(columns / 1000)
             for name, hash_ in FILTERS:
                 ms = pg.evaluate(
                     """h => new Promise(done => {
@@ -135,7 +138,11 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=100, help="real screenshots per benchmark (default 100)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="write the checkout here instead of a temporary folder (kept)")
+    ap.add_argument("--site", type=Path, help="only time the pages of an existing site (written by an earlier --keep run)")
     args = ap.parse_args()
+    if args.site:
+        print_browser(browser_timings(args.site, args.repeat), args.repeat)
+        return
     ab = _aggregate_bench()
     with tempfile.TemporaryDirectory(prefix="pointfail-bench-view-") as tmp:
         root = args.keep or Path(tmp)
@@ -202,13 +209,19 @@ def main() -> None:
         if not Path(CHROMIUM).exists():
             print(f"\nno browser at {CHROMIUM}: page timings skipped")
             return
-        t = browser_timings(site, args.repeat)
-        print(f"\nin Chromium from file:// ({args.repeat} fresh page loads; median, min, max in ms)")
-        for k, v in t.items():
-            print(f"  {k:<36}{1000 * statistics.median(v):>9.0f}{1000 * min(v):>9.0f}{1000 * max(v):>9.0f}")
+        print_browser(browser_timings(site, args.repeat), args.repeat)
+        if args.keep:
+            print(f"site kept in {site}")
+
+
+def print_browser(t: dict[str, list[float]], repeat: int) -> None:
+    """The page timings as a table."""
+    load = os.getloadavg()[0]
+    print(f"\nin Chromium from file:// ({repeat} fresh page loads; median, min, max in ms from navigation start;"
+          f" load average {load:.1f} on {os.cpu_count()} CPUs)")
+    for k, v in t.items():
+        print(f"  {k:<36}{1000 * statistics.median(v):>9.0f}{1000 * min(v):>9.0f}{1000 * max(v):>9.0f}")
 
 
 if __name__ == "__main__":
-    sys.setrecursionlimit(10_000)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     main()

@@ -9,6 +9,7 @@
   'use strict';
   var PF = window.PF;
   var M = PF.meta;
+  PF.timing = { scripts: performance.now() };  // every data file has been parsed by now
   var SVGNS = 'http://www.w3.org/2000/svg';
 
   // ------------------------------------------------------------------ data
@@ -18,14 +19,21 @@
   PF.chunks.forEach(function (ch) { COLS.forEach(function (k) { Array.prototype.push.apply(D[k], ch[k]); }); });
   PF.chunks = null;
   var N = D.m.length;
-  var KEY = new Map();
-  var GROUP = new Map();
-  for (var i0 = 0; i0 < N; i0++) {
-    KEY.set(keyOf(i0), i0);
-    var gk = D.b[i0] + '\u0001' + D.id[i0];
-    var grp = GROUP.get(gk);
-    if (grp) grp.push(i0); else GROUP.set(gk, [i0]);
+  ['m', 'b', 'o', 'md', 'j', 'c', 'l', 'q', 'x'].forEach(function (k) { D[k] = Int32Array.from(D[k]); });
+  // sample -> row and (benchmark, sample) -> rows: built on first use (the sample page needs them)
+  var KEY = null, GROUP = null;
+  function indexes() {
+    if (KEY) return;
+    KEY = new Map();
+    GROUP = new Map();
+    for (var i0 = 0; i0 < N; i0++) {
+      KEY.set(keyOf(i0), i0);
+      var gk = D.b[i0] + '\u0001' + D.id[i0];
+      var grp = GROUP.get(gk);
+      if (grp) grp.push(i0); else GROUP.set(gk, [i0]);
+    }
   }
+  PF.timing.columns = performance.now();
   function keyOf(i) { return M.dicts.model[D.m[i]] + '\u0001' + M.dicts.benchmark[D.b[i]] + '\u0001' + D.id[i]; }
 
   var FACETS = [
@@ -84,21 +92,24 @@
 
   // ------------------------------------------------------------------ filtering
   function run(st) {
-    var active = FACETS.filter(function (f) { return st.f[f.key]; }).map(function (f) {
-      var acc = new Set(st.f[f.key].values);
-      return { f: f, col: D[f.col], acc: acc };
-    });
     var counts = {};
     FACETS.forEach(function (f) { counts[f.key] = new Array(f.names.length).fill(0); });
+    var active = FACETS.filter(function (f) { return st.f[f.key]; }).map(function (f) {
+      var acc = new Uint8Array(f.names.length + 1);  // acc[value + 1]: value -1 (none) never matches
+      st.f[f.key].values.forEach(function (v) { acc[v + 1] = 1; });
+      return { f: f, col: D[f.col], acc: acc };
+    });
+    var cols = FACETS.map(function (f) { return D[f.col]; });
+    var cnt = FACETS.map(function (f) { return counts[f.key]; });
     var matched = [];
     for (var i = 0; i < N; i++) {
       var fails = 0, failed = null;
       for (var a = 0; a < active.length; a++) {
-        if (!active[a].acc.has(active[a].col[i])) { fails++; failed = active[a].f; if (fails > 1) break; }
+        if (!active[a].acc[active[a].col[i] + 1]) { fails++; failed = active[a].f; if (fails > 1) break; }
       }
       if (fails === 0) {
         matched.push(i);
-        for (var k = 0; k < FACETS.length; k++) { var v = D[FACETS[k].col][i]; if (v >= 0) counts[FACETS[k].key][v]++; }
+        for (var k = 0; k < cols.length; k++) { var v = cols[k][i]; if (v >= 0) cnt[k][v]++; }
       } else if (fails === 1) {
         var w = D[failed.col][i];
         if (w >= 0) counts[failed.key][w]++;
@@ -373,6 +384,7 @@
   function renderSample(app) {
     var st = readState();
     app.textContent = '';
+    indexes();
     if (!st.rec) { app.appendChild(h('p', { text: 'No sample chosen. ' }, [h('a', { href: 'list.html', text: 'Go to the list.' })])); return; }
     var i = KEY.get(st.rec.join('\u0001'));
     if (i === undefined) { app.appendChild(h('p', { text: 'Unknown sample ' + st.rec.join(' · ') + '.' })); return; }
@@ -473,6 +485,7 @@
     app.removeAttribute('data-ready');
     if (app.getAttribute('data-page') === 'list') { renderList(app); app.setAttribute('data-ready', 'list'); }
     else renderSample(app);
+    if (!PF.timing.rendered) PF.timing.rendered = performance.now();
   }
   window.addEventListener('hashchange', function () { PF.focusList = true; render(); });
   document.addEventListener('keydown', function (ev) {
