@@ -50,7 +50,7 @@ def judge_state(rec: Record) -> Optional[str]:
 
 def segment(rec: Record) -> str:
     """The failure-profile segment of a record (module docstring)."""
-    if rec.outcome in ("hit", "no_prediction", "error"):
+    if rec.outcome != "miss":  # hit, no_prediction, error (or an outcome a newer pointfail writes)
         return rec.outcome
     state = judge_state(rec)
     label = rec.judge.label if rec.judge is not None else None

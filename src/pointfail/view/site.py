@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from pointfail.records import FAILURE_MODES, Record, read_records
+from pointfail.view.data import JUDGE_STATES, OUTCOME_ORDER
 
 __all__ = ["CHUNK_ROWS", "SHARD_RECORDS", "PAGE_SIZE", "SiteResult", "build_site", "default_out_dir", "study_bars"]
 
@@ -97,6 +98,9 @@ class _Index:
 
     def __init__(self) -> None:
         self.dicts: dict[str, dict[str, int]] = {k: {} for k in ("model", "benchmark", "category", "language")}
+        # known values first, in table order; a value a newer pointfail writes is appended, never an error
+        self.dicts["outcome"] = {o: k for k, o in enumerate(OUTCOME_ORDER)}
+        self.dicts["judge"] = {j: k for k, j in enumerate(JUDGE_STATES)}
         self.thumbs: dict[str, int] = {}
         self.rows: list[tuple[Any, ...]] = []
 
@@ -218,9 +222,9 @@ def build_site(
                     instr = instr[: INSTRUCTION_CHARS - 1] + "…"
                 idx.rows.append((
                     rec.model, rec.benchmark, rec.sample_id,
-                    vdata.OUTCOME_ORDER.index(rec.outcome),
+                    idx.code("outcome", rec.outcome),
                     FAILURE_MODES.index(seg) if seg in FAILURE_MODES else -1,
-                    vdata.JUDGE_STATES.index(state) if state is not None else -1,
+                    idx.code("judge", state),
                     idx.code("category", _meta_str(rec.metadata, "category")),
                     idx.code("language", _meta_str(rec.metadata, "language")),
                     q,
@@ -299,10 +303,10 @@ def build_site(
         "chunks": chunks,
         "shards": shard_no,
         "page_size": PAGE_SIZE,
-        "dicts": {k: list(v) for k, v in idx.dicts.items()},
-        "outcomes": list(vdata.OUTCOME_ORDER),
+        "dicts": {k: list(v) for k, v in idx.dicts.items() if k not in ("outcome", "judge")},
+        "outcomes": list(idx.dicts["outcome"]),
         "modes": list(FAILURE_MODES),
-        "judge": list(vdata.JUDGE_STATES),
+        "judge": list(idx.dicts["judge"]),
         "across": list(vdata.ACROSS),
         "across_labels": list(vdata.ACROSS_LABELS),
         "segments": [*SEGMENTS, "error"],
