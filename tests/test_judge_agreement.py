@@ -87,9 +87,13 @@ def test_cli_judge_reports_unavailable_with_exit_3(tmp_path, capsys):
     with FakeOllama(default="hallucinated") as srv:
         url = srv.url
     # server stopped: nothing listens on url any more
+    before = {p: p.read_bytes() for p in study.rglob("*") if p.is_file()}
     rc = main(["judge", str(study), "--judge", "ollama", "--host", url, "--transport-retries", "0", "--no-progress"])
     assert rc == 3
-    assert "judge_unavailable: 2" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert f"cannot connect to the judge at {url}" in err and len(err.strip().splitlines()) == 1
+    # a refused connection stops before anything is read or written
+    assert {p: p.read_bytes() for p in study.rglob("*") if p.is_file()} == before
 
 
 def test_cli_judge_one_subprocess(tmp_path):
@@ -100,7 +104,7 @@ def test_cli_judge_one_subprocess(tmp_path):
     with FakeOllama(["both wrong_instance and hallucinated", "**wrong_instance**"]) as srv:
         res = subprocess.run(
             [sys.executable, "-m", "pointfail", "judge-one", "--host", srv.url, "--image", str(img),
-             "--box", "4", "4", "20", "20", "--point", "0.8", "0.5", "--instruction", "click the left icon"],
+             "--box", "4", "4", "20", "20", "--point", "51.2", "24", "--instruction", "click the left icon"],
             capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
         )
         chats = list(srv.chats)
@@ -116,4 +120,4 @@ def test_cli_judge_one_bad_image(tmp_path, capsys):
     bad.write_bytes(b"not an image")
     rc = main(["judge-one", "--host", "http://127.0.0.1:9", "--image", str(bad), "--box", "0", "0", "1", "1",
                "--point", "0.5", "0.5", "--instruction", "x"])
-    assert rc == 2 and "cannot render" in capsys.readouterr().err
+    assert rc == 2 and "cannot read --image" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -37,13 +38,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen subcommand; returns its exit code
-    (2 for usage errors, as argparse does)."""
+    (2 for usage errors, as argparse does).
+
+    Two failures end the same way for every subcommand: a missing optional dependency
+    (:class:`pointfail.extras.MissingExtra`) prints one line naming the extra to install and returns
+    2; a reader that closed the pipe (``pointfail families | head``) ends output quietly (exit 141,
+    as a process killed by SIGPIPE)."""
+    from pointfail.extras import MissingExtra
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+        sys.stdout.flush()
+    except MissingExtra as e:
+        print(f"pointfail {args.command}: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # the reader is gone: send whatever is still buffered nowhere, so the interpreter's own
+        # flush at exit does not print a traceback either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
     return int(rc or 0)
 
 

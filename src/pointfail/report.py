@@ -283,9 +283,12 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
 
     Raises:
         RecordError, AggregateError: as :func:`pointfail.aggregate.load_study`.
+        pointfail.extras.MissingExtra: matplotlib or plotly is not installed (nothing is written).
     """
     from pointfail.aggregate import build_tables
+    from pointfail.extras import require
 
+    require("report", "the report")  # before anything is written
     d = Path(study_dir)
     study = load_study(d)
     comp = compute(study)

@@ -1,42 +1,60 @@
-"""``pointfail aggregate``, ``pointfail verify`` and ``pointfail report``: tables and figures from
-committed records (see :mod:`pointfail.aggregate` and :mod:`pointfail.report`)."""
+"""``pointfail aggregate``, ``pointfail verify`` and ``pointfail report``: tables and figures from a
+study's records."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from pointfail.commands._help import add_command
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``aggregate``, ``verify`` and ``report`` subcommands."""
-    p = subparsers.add_parser(
-        "aggregate",
-        help="compute tables from a study's records into records/<study>/tables/",
-        description="Compute every table from records/<study>/<model>/<benchmark>.jsonl into "
-        "records/<study>/tables/ (Markdown, CSV, summary.json, SHA256SUMS).",
+    p = add_command(
+        subparsers, "aggregate",
+        help="compute every table from a study's records",
+        description="""\
+Compute every table from a study's per-sample records
+(records/<study>/<model>/<benchmark>.jsonl) into records/<study>/tables/: hit rates
+with confidence intervals, outcomes, failure composition, breakdowns, tolerance
+curves, box outcomes, official-rule scores, paired comparisons, as Markdown and CSV,
+plus summary.json and SHA256SUMS. The tables depend on the records alone and
+regenerate byte for byte.""",
+        example="pointfail aggregate records/default",
     )
-    p.add_argument("study", nargs="+", help="study directory (records/<study>) or a records root")
-    p.add_argument("--out", help="output directory (default <study>/tables; only with one study)")
+    p.add_argument("study", nargs="+", help="study directory (records/<study>) or a folder of studies (records/)")
+    p.add_argument("--out", help="output directory, only with one study (default: <study>/tables)")
     p.set_defaults(func=_aggregate)
 
-    v = subparsers.add_parser(
-        "verify",
-        help="regenerate tables and compare byte for byte with the committed ones",
-        description="Regenerate every table in a temporary directory and compare byte for byte with "
-        "the committed tables and SHA256SUMS. Exit 0 and print the headline table on a match; exit 1 "
-        "with a unified diff per differing table otherwise, or when a record fails the schema.",
+    v = add_command(
+        subparsers, "verify",
+        help="regenerate the tables and compare them byte for byte with the committed ones",
+        description="""\
+Regenerate every table of a study in a temporary directory and compare it byte for
+byte with the committed tables and their SHA256SUMS. Exit 0 and print the headline
+table when everything matches; exit 1 with a unified diff for each differing table,
+or when a record does not match the records schema.""",
+        example="pointfail verify records/default",
     )
-    v.add_argument("study", nargs="+", help="study directory (records/<study>) or a records root")
+    v.add_argument("study", nargs="+", help="study directory (records/<study>) or a folder of studies (records/)")
     v.set_defaults(func=_verify)
 
-    r = subparsers.add_parser(
-        "report",
-        help="failure-profile figures (HTML + PNG), gallery, tolerance curves",
-        description="Write records/<study>/report/: failure_profile.html (self-contained, interactive), "
-        "failure_profile.png, tolerance.png and gallery.png.",
+    r = add_command(
+        subparsers, "report",
+        help="failure-profile figures (HTML and PNG), gallery, tolerance curves",
+        description="""\
+Draw a study's figures from its records into <study>/report/: failure_profile.html
+(one stacked bar per model and benchmark: hits, the four failure modes, misses not
+labeled yet, no prediction; self-contained, works offline), failure_profile.png,
+tolerance.png (hit rate if a point within t pixels counted) and gallery.png (one hit
+and one miss of each failure mode, drawn on the image).
+
+Needs the report extra: pip install 'pointfail[report]'.""",
+        example="pointfail report records/default --out /tmp/default-report",
     )
     r.add_argument("study", help="study directory (records/<study>)")
-    r.add_argument("--out", help="output directory (default <study>/report)")
+    r.add_argument("--out", help="output directory (default: <study>/report)")
     r.set_defaults(func=_report)
 
 
@@ -107,7 +125,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from pointfail.aggregate import AggregateError
+    from pointfail.extras import require
     from pointfail.records import RecordError
+
+    require("report", "the report")
     from pointfail.report import make_report
 
     try:

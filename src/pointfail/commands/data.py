@@ -1,11 +1,4 @@
-"""``pointfail data``: benchmark data on disk.
-
-``pointfail data fetch BENCHMARK --to DIR [--revision SHA]`` downloads a benchmark from its
-publisher's hub repository at a pinned commit and verifies every file
-(:func:`pointfail.benchmarks.fetch.fetch`); ``pointfail data sources`` lists the table.
-``pointfail data check BENCHMARK DIR`` loads a local copy and reports what is missing or
-inconsistent.
-"""
+"""``pointfail data``: fetch, list and check benchmark data on disk."""
 
 from __future__ import annotations
 
@@ -13,23 +6,48 @@ import argparse
 import sys
 from pathlib import Path
 
+from pointfail.commands._help import add_command
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data fetch`` / ``data sources`` / ``data check``."""
-    p = subparsers.add_parser("data", help="fetch or check benchmark data", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(
+        subparsers, "data",
+        help="fetch or check benchmark data",
+        description="""\
+Benchmark data on disk. fetch downloads a benchmark from its publisher's hub
+repository at a pinned commit and checks every file's sha256; sources lists where
+each benchmark comes from; check loads a local copy and reports what is missing or
+inconsistent.""",
+        example=("pointfail data sources", "pointfail data fetch refspatial --to data/refspatial",
+                 "pointfail data check pointerbench-text data/pointerbench"),
+    )
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
-    f = sub.add_parser("fetch", help="download a benchmark (pinned commit, verified)")
-    f.add_argument("benchmark", help="benchmark name (see `pointfail data sources`)")
+    f = add_command(
+        sub, "fetch", help="download a benchmark (pinned commit, verified)",
+        description="""\
+Download a benchmark from its publisher's hub repository at the pinned commit and
+check every file against its recorded sha256. Needs network access to the hub.""",
+        example="pointfail data fetch refspatial --to data/refspatial",
+    )
+    f.add_argument("benchmark", help="benchmark name (list: pointfail data sources)")
     f.add_argument("--to", required=True, type=Path, help="target directory")
-    f.add_argument("--revision", default=None, help="40-hex commit overriding the pinned one")
+    f.add_argument("--revision", default=None, help="a 40-hex commit to use instead of the pinned one")
     f.set_defaults(func=_fetch)
-    s = sub.add_parser("sources", help="list where each benchmark is downloaded from")
+    s = add_command(sub, "sources", help="list where each benchmark is downloaded from",
+                    description="List each benchmark's hub repository, its pinned commit and what it holds.",
+                    example="pointfail data sources")
     s.set_defaults(func=_sources)
-    c = sub.add_parser("check", help="load a local benchmark copy and report problems")
-    c.add_argument("benchmark")
-    c.add_argument("data_dir", type=Path)
-    c.add_argument("--images", action="store_true", help="also require every image (PointerBench)")
+    c = add_command(
+        sub, "check", help="load a local benchmark copy and report problems",
+        description="""\
+Load a local copy of a benchmark and report how many samples it has, by task, and how
+many have no image file. Exit 2 naming the first missing or unreadable file.""",
+        example="pointfail data check pointerbench-text data/pointerbench",
+    )
+    c.add_argument("benchmark", help="benchmark name (pointerbench-text, where2place, suite, ...)")
+    c.add_argument("data_dir", type=Path, metavar="DIR", help="the benchmark's directory")
+    c.add_argument("--images", action="store_true", help="also require every image file (PointerBench)")
     c.set_defaults(func=_check)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 

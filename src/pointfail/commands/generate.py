@@ -1,6 +1,6 @@
 """``pointfail generate <kind> ...``: write a synthetic suite; ``pointfail generate verify DIR``.
 
-Each kind is the module ``pointfail.suites.<kind>`` (``sheets``, ``text``, ``web``), which provides
+Implementation notes (the user-facing text is :data:`DESCRIPTION`). Each kind is the module ``pointfail.suites.<kind>`` (``sheets``, ``text``, ``web``), which provides
 ``add_arguments(parser)`` and ``run(args) -> int``. The module is imported only when its kind is
 chosen (the kind's parser fills in its arguments on first use), so ``pointfail --help`` imports no
 generator and a kind whose module is missing fails with a clear message instead of breaking the CLI.
@@ -14,8 +14,26 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 
+from pointfail.commands._help import HelpFormatter, add_command, example_epilog
 from pointfail.suites import KINDS
+
+DESCRIPTION = """\
+Generate a synthetic GUI suite in PointerBench's layout, with a scene graph per
+image (every element a point could land on), so every miss can be labeled by the
+exact oracle judge: sheets (spreadsheet grids), text (document pages) or web (real
+HTML pages rendered by Chromium; needs the web extra: pip install 'pointfail[web]'
+and a Chromium). The same kind, seed and n give the same files, byte for byte; each
+suite has a manifest.json with the content hash of every file.
+
+verify checks a suite against its manifest.json and prints what differs and why."""
+
+KIND_EXAMPLES = {
+    "sheets": "pointfail generate sheets --n 50 --seed 1 --out suites/sheets",
+    "text": "pointfail generate text --n 50 --seed 1 --out suites/text",
+    "web": "pointfail generate web --n 20 --seed 0 --out suites/web",
+}
 
 
 class _LazyKindParser(argparse.ArgumentParser):
@@ -55,14 +73,22 @@ def _missing(kind: str):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail generate`` with one sub-command per suite kind plus ``verify``."""
-    p = subparsers.add_parser("generate", help="generate a synthetic suite (sheets, text, web) or verify one",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(subparsers, "generate", help="generate a synthetic suite (sheets, text, web) or verify one",
+                    description=DESCRIPTION,
+                    example=(KIND_EXAMPLES["sheets"], "pointfail generate verify suites/sheets"))
     kinds = p.add_subparsers(dest="kind", metavar="KIND", parser_class=_LazyKindParser)
     for kind, help_text in KINDS.items():
-        kp = kinds.add_parser(kind, help=help_text, description=f"Generate a {kind} suite: {help_text}.")
+        kp = kinds.add_parser(kind, help=help_text, description=textwrap.fill(f"Generate a {kind} suite: {help_text}.", 84),
+                              epilog=example_epilog(KIND_EXAMPLES.get(kind, f"pointfail generate {kind} --out DIR")),
+                              formatter_class=HelpFormatter)
         kp.kind = kind
-    vp = kinds.add_parser("verify", help="check a generated suite against its manifest.json")
-    vp.add_argument("suite_dir", metavar="DIR")
+    vp = add_command(kinds, "verify", help="check a generated suite against its manifest.json",
+                     description="""\
+Check a generated suite against its manifest.json: every file's content hash (decoded
+pixels for images), and with --regenerate, the suite made again from the manifest's
+generator, seed and n. Prints what differs and why; exit 1 when anything does.""",
+                     example="pointfail generate verify suites/sheets --regenerate")
+    vp.add_argument("suite_dir", metavar="DIR", help="the suite directory (holds manifest.json)")
     vp.add_argument("--regenerate", action="store_true",
                     help="also regenerate the suite from the manifest's generator, seed and n and compare")
     vp.set_defaults(func=_verify)

@@ -1,5 +1,5 @@
-"""``pointfail judge``, ``pointfail judge-one`` and ``pointfail judge-agreement`` (stage 2 of the study,
-see :mod:`pointfail.judge`)."""
+"""``pointfail judge``, ``pointfail judge-one`` and ``pointfail judge-agreement``: stage 2 of the study,
+sorting every miss into a failure mode."""
 
 from __future__ import annotations
 
@@ -9,40 +9,62 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.commands._help import add_command
+
+# the judge client's defaults, repeated here so ``--help`` does not import the client (pydantic,
+# asyncio, httpx); tests/test_cli_help.py checks they agree with pointfail.judge.client.DEFAULT_OPTIONS
+_SEED, _NUM_CTX, _NUM_PREDICT = 0, 8192, 64
+
+FAILURE_MODES_TEXT = """\
+The four failure modes, least to most severe: off_by_pixels (the point is just outside
+the right target), wrong_instance (on another object of the right kind), wrong_category
+(on an object of another kind), hallucinated (on nothing that matches, or on a target
+that is not in the image). A judge that gives no single clean label in five attempts
+leaves the miss unlabeled."""
+
 
 def _add_ollama_args(p: argparse.ArgumentParser) -> None:
-    from pointfail.judge.client import DEFAULT_OPTIONS
-
     p.add_argument("--host", help="Ollama server URL (default: $OLLAMA_HOST, else http://127.0.0.1:11434)")
-    p.add_argument("--model", help="judge model tag (default: study.toml [judge] ollama_model, else gemma4:31b)")
-    p.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"], help="generation seed (attempt k uses seed+k-1)")
-    p.add_argument("--num-ctx", type=int, default=DEFAULT_OPTIONS["num_ctx"], help="context size in tokens")
-    p.add_argument("--num-predict", type=int, default=DEFAULT_OPTIONS["num_predict"], help="output cap in tokens")
+    p.add_argument("--model", help="judge model tag (default: the study's [judge] ollama_model, else gemma4:31b)")
+    p.add_argument("--seed", type=int, default=_SEED, help="generation seed; attempt k uses seed + k - 1")
+    p.add_argument("--num-ctx", type=int, default=_NUM_CTX, help="context size in tokens")
+    p.add_argument("--num-predict", type=int, default=_NUM_PREDICT, help="reply length cap in tokens")
     p.add_argument("--timeout", type=float, default=300.0, help="HTTP timeout per request, seconds")
-    p.add_argument("--transport-retries", type=int, default=6, help="retries of a request after a transport failure")
+    p.add_argument("--transport-retries", type=int, default=6,
+                   help="retries of one request after a transport failure (server error, timeout, dropped connection)")
     p.add_argument("--no-schema", action="store_true", help="do not send the structured-output schema")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``judge``, ``judge-one`` and ``judge-agreement`` subcommands."""
-    p = subparsers.add_parser(
-        "judge",
+    p = add_command(
+        subparsers, "judge",
         help="label every miss in a study's records with a failure mode (oracle or Ollama judge)",
-        description="Run the judge stage over records/<study>: only misses, only those without a final "
-        "verdict from this judge (pending or judge_unavailable are judged again), records rewritten "
-        "atomically in canonical order. Exit 0 when every miss has a final verdict, 3 when some are "
-        "judge_unavailable or pending (rerun to fill them in).",
+        description=f"""\
+Label every miss in a study's records with a failure mode. The oracle judge reads
+the suite's scene graph (exact, no model needed); the Ollama judge shows a model the
+image with the target in green and the point in red and asks for one label.
+
+{FAILURE_MODES_TEXT}
+
+Only misses without a final verdict from this judge are judged (a rerun continues
+where the last one stopped); records are rewritten in place, atomically. Exit 0 when
+every miss has a final verdict, 3 when some are judge_unavailable or pending (rerun
+to fill them in).""",
+        example="pointfail judge records/default --judge oracle",
     )
-    p.add_argument("records_dir", help="records/<study>")
+    p.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
     p.add_argument("--judge", choices=["oracle", "ollama", "openai"],
-                   help="default: study.toml primary_judge, else oracle; openai: any OpenAI-compatible server "
-                   "(--base-url), same protocol as ollama")
+                   help="which judge (default: the study's primary_judge, else oracle); openai: any "
+                   "OpenAI-compatible server (--base-url), same protocol as ollama")
     p.add_argument("--role", choices=["primary", "other"],
-                   help="fill Record.judge (primary) or Record.other_judgments (other); default: primary when "
-                   "this judge is the study's primary_judge (or there is no study.toml), else other")
-    p.add_argument("--data-root", help="directory relative image/mask/scene-graph paths are found under")
+                   help="primary: the verdict the tables use; other: kept beside it for agreement reports "
+                   "(default: primary when this judge is the study's primary_judge or there is no study.toml, "
+                   "else other)")
+    p.add_argument("--data-root", help="directory that relative image, mask and scene-graph paths are found under")
     p.add_argument("--tolerance-px", type=float,
-                   help="oracle off_by_pixels tolerance (default: study.toml [judge] oracle_tolerance_px, else 8)")
+                   help="oracle: a miss within this many pixels of the target is off_by_pixels "
+                   "(default: the study's [judge] oracle_tolerance_px, else 8)")
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
     _add_ollama_args(p)
     p.add_argument("--base-url", help="--judge openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
@@ -53,32 +75,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_judge)
 
-    o = subparsers.add_parser(
-        "judge-one",
+    o = add_command(
+        subparsers, "judge-one",
         help="judge one miss with an Ollama judge and print JSON",
-        description="Render one miss (target green, point red), ask the judge for exactly one label (up to "
-        "five attempts) and print JSON with label (or null), status (labeled, unlabeled, judge_unavailable) "
-        "and attempts (each raw reply with its verdict). Exit 0, or 3 when the judge was unavailable.",
+        description=f"""\
+Judge one miss: draw the image with the target in green and the point in red, ask the
+Ollama judge for exactly one failure-mode label (up to five attempts) and print JSON:
+label (or null), status (labeled, unlabeled, judge_unavailable), every attempt's raw
+reply with its verdict, and transport_failures (requests that failed and were retried).
+
+{FAILURE_MODES_TEXT}
+
+--point and --box are in pixels of the image, origin top-left; with --normalized both
+are fractions of the image's width and height (0 to 1).
+
+Exit 0 when the judge answered (labeled or unlabeled); 3 when it was unavailable (a
+refused connection stops at once with a message); 2 for usage errors or an unreadable
+image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
+        example="pointfail judge-one --image shot.png --box 100 80 180 110 --point 200 95 "
+                "--instruction 'the Save button' --host http://127.0.0.1:11434",
     )
     o.add_argument("--image", required=True, help="the original image")
     tgt = o.add_mutually_exclusive_group(required=True)
     tgt.add_argument("--mask", help="target mask file (same size as the image)")
     tgt.add_argument("--box", nargs=4, type=float, metavar=("X0", "Y0", "X1", "Y1"),
-                     help="target box in absolute pixels of the image (edges inclusive)")
+                     help="target box, pixels of the image (edges inclusive), or fractions with --normalized")
     o.add_argument("--point", nargs=2, type=float, required=True, metavar=("X", "Y"),
-                   help="predicted point, normalized to [0, 1], origin top-left")
+                   help="the predicted point, pixels of the image, or fractions with --normalized")
+    o.add_argument("--normalized", action="store_true",
+                   help="--point and --box are fractions of the image's width and height (0 to 1)")
     o.add_argument("--instruction", required=True, help="the instruction the model was given")
     _add_ollama_args(o)
     o.set_defaults(func=_judge_one)
 
-    a = subparsers.add_parser(
-        "judge-agreement",
+    a = add_command(
+        subparsers, "judge-agreement",
         help="compare a judge's labels with the oracle's on the same misses",
-        description="Confusion matrix, per-label precision and recall, Cohen's kappa and abstention rate "
-        "of every non-oracle judge (or --judge NAME) against the oracle, over misses both judged.",
+        description="""\
+Compare every judge besides the oracle (or the one named by --judge) with the oracle,
+over the misses both labeled: confusion matrix, per-label precision and recall,
+Cohen's kappa, and how often the judge abstained.""",
+        example="pointfail judge-agreement records/default",
     )
-    a.add_argument("records_dir", help="records/<study>")
-    a.add_argument("--judge", help="judge name as recorded, e.g. ollama:gemma4:31b (default: all)")
+    a.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
+    a.add_argument("--judge", help="judge name as recorded, e.g. ollama:gemma4:31b (default: every judge)")
     a.add_argument("--json", action="store_true", help="print JSON instead of tables")
     a.set_defaults(func=_agreement)
 
@@ -128,8 +168,18 @@ def _judge(args: argparse.Namespace) -> int:
         print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
         return 2
     if kind == "ollama":
+        from pointfail.extras import require
+
+        require("judge", "--judge ollama")
+        problem = judge_reachable(args.host)
+        if problem:
+            print(f"pointfail judge: {problem}", file=sys.stderr)
+            return 3
         judge = _make_ollama(args, args.model or jcfg.get("ollama_model"), args.concurrency)
     elif kind == "openai":
+        from pointfail.extras import require
+
+        require("judge", "--judge openai")
         from pointfail.judge.served import DEFAULT_OPTIONS as OPENAI_OPTIONS
         from pointfail.judge.served import OpenAIJudge
 
@@ -139,6 +189,10 @@ def _judge(args: argparse.Namespace) -> int:
             print("pointfail judge: --judge openai needs --base-url and --model (or [judge] openai_base_url and "
                   "openai_model in study.toml)", file=sys.stderr)
             return 2
+        problem = judge_reachable(base_url)
+        if problem:
+            print(f"pointfail judge: {problem}", file=sys.stderr)
+            return 3
         options = dict(OPENAI_OPTIONS, seed=args.seed, max_tokens=args.num_predict)
         judge = OpenAIJudge(model=model, base_url=base_url, api_key_env=args.api_key_env or jcfg.get("openai_api_key_env"),
                             options=options, concurrency=args.concurrency, timeout_s=args.timeout,
@@ -173,21 +227,56 @@ def _judge(args: argparse.Namespace) -> int:
     return 3 if left else 0
 
 
+def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str]:
+    """``None`` when something answers HTTP at the judge's host, else why not (one line). A refused
+    connection fails at once here, instead of after the client's transport retries."""
+    import httpx
+
+    from pointfail.judge.client import resolve_host
+
+    url = resolve_host(host)
+    try:
+        httpx.get(url, timeout=timeout_s)
+    except httpx.ConnectError as e:
+        return f"cannot connect to the judge at {url} ({e}); start Ollama (ollama serve) or pass --host URL"
+    except httpx.HTTPError as e:
+        return f"the judge at {url} did not answer ({type(e).__name__}: {e})"
+    return None
+
+
 def _judge_one(args: argparse.Namespace) -> int:
+    from pointfail.extras import require
+
+    require("judge", "judge-one")
+    from PIL import Image
+
     from pointfail.judge.render import point_outside, render_miss
     from pointfail.records import Target
 
+    try:
+        with Image.open(args.image) as im:
+            w, h = im.size
+    except (OSError, ValueError) as e:
+        print(f"pointfail judge-one: cannot read --image {args.image}: {e}", file=sys.stderr)
+        return 2
+    scale = (w, h) if args.normalized else (1, 1)
+    point_norm = [args.point[0] * scale[0] / w, args.point[1] * scale[1] / h]
     if args.mask:
         target = Target(kind="mask", mask_path=str(Path(args.mask).resolve()))
     else:
-        target = Target(kind="boxes", boxes=[list(args.box)])
+        x0, y0, x1, y1 = args.box
+        target = Target(kind="boxes", boxes=[[x0 * scale[0], y0 * scale[1], x1 * scale[0], y1 * scale[1]]])
     try:
-        png = render_miss(args.image, target, args.point)
+        png = render_miss(args.image, target, point_norm)
     except Exception as e:  # unreadable image or mask, wrong-size mask
-        print(f"pointfail judge-one: cannot render the miss: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"pointfail judge-one: cannot draw the miss: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    problem = judge_reachable(args.host)
+    if problem:
+        print(f"pointfail judge-one: {problem}", file=sys.stderr)
+        return 3
     judge = _make_ollama(args, args.model, 1)
-    j = judge.judge_one_sync(png, args.instruction, point_outside_image=point_outside(args.point))
+    j = judge.judge_one_sync(png, args.instruction, point_outside_image=point_outside(point_norm))
     out = {
         "label": j.label,
         "status": j.status,
@@ -197,6 +286,8 @@ def _judge_one(args: argparse.Namespace) -> int:
         "judge_digest": j.judge_digest,
         "options": j.options,
         "detail": j.detail,
+        "point_px": [point_norm[0] * w, point_norm[1] * h],
+        "image_size": [w, h],
     }
     print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
     return 3 if j.status == "judge_unavailable" else 0

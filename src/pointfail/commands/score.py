@@ -1,38 +1,37 @@
-"""``pointfail score``: parse and score one model reply, print one JSON object.
-
-Usage::
-
-    pointfail score --family molmo --image-size 1024 768 --box 100 100 200 200 \\
-        --text '<point x="14.6" y="19.5" alt="x">x</point>'
-
-prints (one canonical JSON line: sorted keys, UTF-8) at least ``outcome``, ``primary``
-(normalized ``[x, y]`` or null), ``points``, ``boxes``, ``flags``, plus ``in_target``,
-``distance_px``, ``distance_norm``, ``box`` (box tasks), ``frame``, ``reason``, ``ignored``,
-``truncated``, ``image_size``. Exit status: 0 when the reply was scored (whatever the outcome),
-1 when the image or mask cannot be used (unreadable, wrong size, empty) or the frame needs
-``--model-input-size``, 2 for usage errors (including an unknown family).
-
-``--diagnose`` adds ``frame_compliance``: the coordinate-frame compliance diagnostic of
-:func:`pointfail.scoring.frame_compliance` (would the primary point have hit if the same numbers
-were read as 0-1, 0-100, 0-1000, original pixels or resized pixels?). It is labelled diagnostic and
-never changes ``outcome``.
-"""
+"""``pointfail score``: parse and score one model reply, print one JSON object (see DESCRIPTION)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from pointfail.commands._help import add_command, flag_error
+
+DESCRIPTION = """\
+Parse one model reply in its family's coordinate convention, test the first point
+against the target (a mask file or a pixel box) and print one JSON line: outcome
+(hit, miss or no_prediction), primary (the first point, normalized [x, y] with the
+origin top-left, or null), points, boxes, flags, in_target, distance_px,
+distance_norm, box (box tasks), frame, reason, ignored, truncated and image_size.
+
+--diagnose adds frame_compliance: whether the first point would have hit had the
+same numbers been read as 0-1, 0-100, 0-1000, original pixels or resized pixels.
+It is a diagnostic and never changes the outcome.
+
+Exit status: 0 when the reply was scored (whatever the outcome); 1 when the image
+or mask cannot be used (unreadable, wrong size, empty) or the family's frame needs
+--model-input-size; 2 for usage errors (an unknown family, for example)."""
+
+EXAMPLE = ("pointfail score --family molmo --image-size 1024 768 --box 100 100 200 200 "
+           "--text '<point x=\"14.6\" y=\"19.5\" alt=\"x\">x</point>'")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``score`` subcommand."""
-    p = subparsers.add_parser(
-        "score",
-        help="parse and score one model reply against a mask or box",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--family", required=True, help="model family (see `pointfail families`)")
+    p = add_command(subparsers, "score", help="parse and score one model reply against a mask or box",
+                    description=DESCRIPTION, example=EXAMPLE)
+    p.add_argument("--family", required=True,
+                   help="model family, any spelling (qwen2.5-vl, Qwen2.5-VL); list: pointfail families")
     img = p.add_mutually_exclusive_group(required=True)
     img.add_argument("--image", metavar="PATH", help="the original image (only its size is read)")
     img.add_argument("--image-size", nargs=2, type=int, metavar=("W", "H"), help="original image size in pixels")
@@ -41,21 +40,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs=2,
         type=int,
         metavar=("W", "H"),
-        help="size of the resized model input (resized-pixel frames: qwen2_5_vl, ui_tars_1_5, gta1, opencua)",
+        help="size in pixels of the resized image the model saw; needed by the resized-pixel families "
+             "(qwen2_5_vl, ui_tars_1_5, gta1, opencua)",
     )
     tgt = p.add_mutually_exclusive_group(required=True)
     tgt.add_argument("--mask", metavar="PATH", help="binary mask file, same size as the image")
     tgt.add_argument(
-        "--box", nargs=4, type=float, metavar=("X0", "Y0", "X1", "Y1"), help="target box, pixels of the original image"
+        "--box", nargs=4, type=float, metavar=("X0", "Y0", "X1", "Y1"),
+        help="target box in pixels of the original image, edges inclusive"
     )
-    p.add_argument("--task", choices=("point", "box"), default="point", help="point (default) or box task")
-    p.add_argument("--allow-rescale", action="store_true", help="accept a same-aspect mask of another size")
+    p.add_argument("--task", choices=("point", "box"), default="point", help="the task the model was given")
+    p.add_argument("--allow-rescale", action="store_true",
+                   help="accept a mask of another size with the same aspect ratio (it is rescaled)")
     p.add_argument(
         "--diagnose",
         action="store_true",
         help="add the coordinate-frame compliance diagnostic (other readings; never changes the outcome)",
     )
-    p.add_argument("--text", required=True, help="the model's raw reply ('-' reads it from stdin)")
+    p.add_argument("--text", required=True, help="the model's raw reply ('-' reads it from standard input)")
     p.set_defaults(func=run)
 
 
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             allow_rescale=args.allow_rescale,
         )
     except (GeometryError, FrameError, ValueError) as e:
-        print(f"pointfail score: {e}", file=sys.stderr)
+        print(f"pointfail score: {flag_error(str(e))}", file=sys.stderr)
         return 1
     out = res.to_dict()
     if getattr(args, "diagnose", False):

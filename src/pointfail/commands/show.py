@@ -132,11 +132,21 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail show``."""
-    p = subparsers.add_parser("show", help="draw a suite sample with its target and scene graph",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from pointfail.commands._help import add_command
+
+    p = add_command(subparsers, "show", help="draw a suite sample with its target and scene graph",
+                    description="""\
+Draw one or more samples of a suite (any directory in PointerBench's layout) for a
+person to look at: the screenshot with every scene-graph element outlined (one colour
+per category), the target filled green, the row's reference point as a small cross,
+and a caption with the id, category, instruction and target id. Rows without a scene
+graph get the target only.
+
+--out is the PNG file for a single id, otherwise a directory that gets <id>.png per id.""",
+                    example="pointfail show suites/sheets --id pfs_0000 --out sample.png")
     p.add_argument("suite_dir", metavar="DIR", help="suite directory (PointerBench layout)")
     p.add_argument("--id", dest="ids", action="append", required=True, help="sample id (repeatable)")
-    p.add_argument("--out", help="output PNG (one id) or directory (several ids); default ./show/")
+    p.add_argument("--out", help="output PNG (one id) or directory (several ids) (default: ./show/)")
     p.add_argument("--no-elements", action="store_true", help="draw the target only, not the scene graph")
     p.add_argument("--categories", help="comma-separated element categories to outline, or 'all' "
                    f"(default: all but {', '.join(sorted(DEFAULT_HIDDEN))})")

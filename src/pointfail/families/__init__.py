@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from typing import ClassVar, Optional
 
 from pointfail.families._decline import reads_as_decline
@@ -59,7 +60,7 @@ from pointfail.families._text import (
 from pointfail.frames import Frame, FrameError, _check_size
 from pointfail.records import ParseResult
 
-__all__ = ["Family", "get_family", "list_families", "FrameError"]
+__all__ = ["Family", "family_key", "get_family", "list_families", "FrameError"]
 
 Size = tuple[float, float]
 
@@ -381,17 +382,62 @@ def _load() -> dict[str, Family]:
     return _REGISTRY
 
 
+def family_key(name: str) -> str:
+    """The spelling-insensitive form of a family name: lower case, every character that is not a
+    letter or a digit removed. ``Qwen2.5-VL``, ``qwen2.5-vl``, ``QWEN2_5_VL`` and ``qwen2_5_vl`` all
+    give ``qwen25vl``; ``UI-TARS-1.5`` and ``ui_tars_1_5`` give ``uitars15``."""
+    return re.sub(r"[^a-z0-9]+", "", name.lower())
+
+
+_ALIASES: Optional[dict[str, str]] = None
+
+
+def _aliases() -> dict[str, str]:
+    """Alias -> registry name: each family's :func:`family_key`, and each of its checkpoint ids in
+    lower case, with and without the organisation (``qwen/qwen2.5-vl-3b-instruct``,
+    ``qwen2.5-vl-3b-instruct``).
+
+    Raises:
+        RuntimeError: two families share an alias (a registry defect, found when the registry loads).
+    """
+    global _ALIASES
+    if _ALIASES is None:
+        out: dict[str, str] = {}
+
+        def add(alias: str, name: str) -> None:
+            if out.setdefault(alias, name) != name:
+                raise RuntimeError(f"families {out[alias]!r} and {name!r} share the alias {alias!r}")
+
+        for fam in _load().values():
+            add(family_key(fam.name), fam.name)
+            for ckpt in fam.checkpoints:
+                add(ckpt.lower(), fam.name)
+                add(ckpt.lower().rsplit("/", 1)[-1], fam.name)
+        _ALIASES = out
+    return _ALIASES
+
+
 def get_family(name: str) -> Family:
-    """The registered family called ``name``.
+    """The registered family called ``name``, in any common spelling.
+
+    The alias rule (the one place it lives): ``name`` is looked up as given, then by
+    :func:`family_key` (case, ``-``, ``.``, ``_`` and spaces do not matter: ``Qwen2.5-VL`` is
+    ``qwen2_5_vl``), then as a checkpoint id listed by a family, case-insensitive, with or without
+    the organisation (``Qwen/Qwen2.5-VL-3B-Instruct`` or ``qwen2.5-vl-3b-instruct`` is
+    ``qwen2_5_vl``).
 
     Raises:
         KeyError: unknown name; the message lists every known family.
     """
     reg = _load()
-    try:
+    if name in reg:
         return reg[name]
-    except KeyError:
-        raise KeyError(f"unknown family {name!r}; known families: {', '.join(sorted(reg))}") from None
+    aliases = _aliases()
+    for alias in (family_key(name), name.strip().lower()):
+        if alias in aliases:
+            return reg[aliases[alias]]
+    raise KeyError(f"unknown family {name!r}; known families: {', '.join(sorted(reg))} "
+                   "(case, '-', '.' and '_' do not matter; checkpoint ids are accepted too)")
 
 
 def list_families() -> list[Family]:

@@ -317,12 +317,14 @@ def render_views(pages: list[Page], seed: int, offsets_per_page: int = 3,
     multiples of 8 px) and read back its elements. Returns the views and the browser version.
 
     Raises:
-        WebSuiteError: when Playwright or the browser executable is missing.
+        pointfail.extras.MissingExtra: Playwright for Python is not installed.
+        WebSuiteError: the browser executable is missing.
     """
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise WebSuiteError("the web suite needs Playwright for Python: pip install playwright") from e
+    from pointfail.extras import require
+
+    require("web", "the web suite")
+    from playwright.sync_api import sync_playwright
+
     if not Path(executable).exists():
         raise WebSuiteError(f"browser not found at {executable}: apt-get install -y chromium")
     js = (Path(__file__).with_name("web_dom.js")).read_text(encoding="utf-8")
@@ -496,7 +498,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pages", default="debian-docs",
                         help="named page set (debian-docs), a directory of HTML files, or a file listing HTML paths")
     parser.add_argument("--n", type=int, default=300, help="number of samples")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument("--offsets", type=int, default=3, help="scroll offsets per page")
     add_absent_share_argument(parser)
     parser.add_argument("--out", required=True, help="output suite directory")
