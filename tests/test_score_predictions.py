@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from pointfail.benchmarks import AXES, load
-from pointfail.benchmarks.official import (prediction_box, prediction_point, read_predictions,
-                                           score_pointerbench_predictions)
+from pointfail.benchmarks.official import prediction_box, prediction_point, score_pointerbench_predictions
 from pointfail.cli import main
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
@@ -25,10 +24,10 @@ def _write_jsonl(path: Path, objs) -> Path:
     return path
 
 
-def _run(tmp_path, name, data, preds_path):
+def _run(tmp_path, name, data, preds_path, *extra):
     out = tmp_path / f"{name}.rows.jsonl"
     rc = main(["score-predictions", "--benchmark", name, "--data", str(data), "--predictions", str(preds_path),
-               "--out", str(out)])
+               "--frame", "pixels", "--out", str(out), *extra])
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     summary = json.loads(Path(str(out) + ".summary.json").read_text(encoding="utf-8"))
     return rc, rows, summary
@@ -124,15 +123,20 @@ def test_missing_malformed_duplicates_and_json_list(tmp_path, pointerbench_dir):
     assert by[box_rows[0]["id"]] == {"id": box_rows[0]["id"], "answer_type": "bbox", "box_class": "malformed",
                                      "hit": False, "missing": True, "iou": None, "coverage": None, "precision": None}
     assert by[box_rows[1]["id"]]["hit"] and by[box_rows[1]["id"]]["box_class"] == "hit"
-    assert by[box_rows[2]["id"]]["box_class"] == "malformed"
+    assert by[box_rows[2]["id"]]["box_class"] == "malformed"  # a prediction, but no box in it
     assert by[point_rows[0]["id"]]["hit"] and by[point_rows[1]["id"]]["hit"]
     assert by[point_rows[2]["id"]] == {"id": point_rows[2]["id"], "answer_type": "point", "hit": False, "missing": True}
     assert summary["hits"] == 3
     # rows without a usable prediction: 494 rows had no object (6 distinct known ids were given),
     # plus the malformed box, the point given for a box row and the malformed point
     assert summary["missing_predictions"] == 494 + 3
-    assert summary["predictions"] == {"objects": 9, "without_id": 1, "duplicates": 1, "unknown_ids": 1}
-    assert summary["box_classes"]["malformed"] == 134 - 1
+    assert summary["predictions"] == {"duplicate_id": 1, "entries": 9, "no_id": 1, "raw_text": 0, "replies": 7,
+                                      "unknown_id": 1, "with_coordinates_only": 7, "with_text": 0}
+    # box rows whose id has no prediction at all are no_prediction, not malformed
+    assert summary["box_classes"] == {"hit": 1, "malformed": 2, "no_prediction": 134 - 3}
+    kinds = [(p["where"], p["kind"], p["sample_id"]) for p in summary["problems"]]
+    assert kinds == [("item 4", "duplicate_id", point_rows[0]["id"]), ("item 8", "no_id", None),
+                     ("item 9", "unknown_id", "pbt_9999")]
 
 
 def test_prediction_readers():
@@ -145,25 +149,48 @@ def test_prediction_readers():
     assert prediction_box({"bbox": [1, 2, 3]}) is None
 
 
-def test_bad_inputs_exit_2(tmp_path, pointerbench_dir, capsys):
+def test_bad_lines_are_listed_not_fatal(tmp_path, pointerbench_dir, capsys):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "pbs_0000", "point": [1, 2]}\n{oops\n', encoding="utf-8")
+    bad.write_text('{"id": "pbs_0000", "point": [1, 2]}\n{oops\n{"id": "pbs_0001", "text": "click (3, 4)"}\n',
+                   encoding="utf-8")
     out = tmp_path / "o.jsonl"
     args = ["score-predictions", "--benchmark", "pointerbench-sheets", "--data", str(pointerbench_dir),
-            "--out", str(out), "--predictions"]
-    assert main(args + [str(bad)]) == 2
-    assert "bad.jsonl:2: not valid JSON" in capsys.readouterr().err
+            "--frame", "pixels", "--out", str(out), "--predictions"]
+    assert main(args + [str(bad)]) == 0
+    text = capsys.readouterr().out
+    assert "line 2: unparseable: not JSON" in text
+    assert "line 3 id 'pbs_0001': raw_text: a raw reply text and no coordinates" in text
+    assert "not scored as given: raw_text 1, unparseable 1" in text
     assert main(args + [str(tmp_path / "none.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["score-predictions", "--benchmark", "where2place", "--data", ".", "--predictions", "p", "--out", "o"])
+        main(["score-predictions", "--benchmark", "where2place", "--data", ".", "--predictions", "p", "--out", "o",
+              "--frame", "pixels"])
 
 
-def test_read_predictions_counts(tmp_path):
-    p = _write_jsonl(tmp_path / "p.jsonl", [{"id": "a", "point": [1, 2]}, {"id": "a", "point": [3, 4]}, {"x": 1}])
-    preds, counts = read_predictions(p)
-    assert preds == {"a": {"id": "a", "point": [3, 4]}}
-    assert counts == {"objects": 3, "without_id": 1, "duplicates": 1}
+def test_the_frame_is_declared_never_guessed(tmp_path, pointerbench_dir, capsys):
+    """The issue's case: [0.5, 0.5] meant as a fraction. Without --frame the command refuses; with
+    --frame pixels it is pixel (0.5, 0.5), said so with a note; with --frame unit it is the centre."""
+    gt = [r for r in _rows(pointerbench_dir, "pointerbench-text") if r["answer_type"] == "point"]
+    preds = [{"id": r["id"], "point": [(r["bbox"][0] + r["bbox"][2]) / 2 / 1024, (r["bbox"][1] + r["bbox"][3]) / 2 / 768]}
+             for r in gt[:5]]
+    path = _write_jsonl(tmp_path / "p.jsonl", preds)
+    with pytest.raises(SystemExit):
+        main(["score-predictions", "--benchmark", "pointerbench-text", "--data", str(pointerbench_dir),
+              "--predictions", str(path), "--out", str(tmp_path / "o.jsonl")])
+    assert "--frame" in capsys.readouterr().err
+    rc, rows, summary = _run(tmp_path, "pointerbench-text", pointerbench_dir, path, "--only-predicted")
+    out = capsys.readouterr().out
+    assert rc == 0 and summary["hits"] == 0 and summary["frame"] == "pixels"
+    assert "every coordinate in the file is between 0 and 1" in out and "--frame unit" in out
+    out_path = tmp_path / "u.jsonl"
+    assert main(["score-predictions", "--benchmark", "pointerbench-text", "--data", str(pointerbench_dir),
+                 "--predictions", str(path), "--frame", "unit", "--only-predicted", "--out", str(out_path)]) == 0
+    summary = json.loads(Path(str(out_path) + ".summary.json").read_text(encoding="utf-8"))
+    assert summary["hits"] == 5 and summary["n"] == 5 and summary["frame"] == "unit"
+    assert summary["scope"] == "only_predicted" and summary["benchmark_samples"] == 500
+    assert "accuracy 100.00% over the 5 samples with a prediction (--only-predicted; the benchmark has 500)" in \
+        capsys.readouterr().out
 
 
 def test_generated_suite_reference_points_hit(tmp_path):

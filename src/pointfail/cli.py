@@ -46,16 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     as a process killed by SIGPIPE)."""
     from pointfail.extras import MissingExtra
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    command = None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)  # --help writes here
+        command = getattr(args, "command", None)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         rc = args.func(args)
         sys.stdout.flush()
     except MissingExtra as e:
-        print(f"pointfail {args.command}: {e}", file=sys.stderr)
+        print(f"pointfail {command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader is gone: send whatever is still buffered nowhere, so the interpreter's own

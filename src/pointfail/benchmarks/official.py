@@ -36,6 +36,7 @@ from typing import Any, Optional
 from pointfail.records import BoxScore, OfficialScore, ParseResult, Sample
 
 __all__ = [
+    "PREDICTION_FRAMES",
     "official_score",
     "point_in_box_inclusive",
     "pointerbench_box_score",
@@ -204,67 +205,10 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
 
 
 # ---------------------------------------------------------------------------------------------
-# PointerBench predictions files (score-predictions)
+# PointerBench predictions (score-predictions; the file is read by pointfail.replies.read_replies)
 
 _POINT_KEYS = ("point", "pred", "coordinate", "prediction")
 _BOX_KEYS = ("bbox", "box", "pred", "prediction")
-
-
-class PredictionsError(ValueError):
-    """A predictions file that cannot be read (missing, not JSON/JSONL, not objects), naming the
-    file and line."""
-
-
-def read_predictions(path: Any) -> tuple[dict[str, dict], dict[str, int]]:
-    """Read a PointerBench predictions file: JSONL (one object per line) or one JSON list of objects,
-    each with ``id`` and a prediction in absolute pixels of the 1024x768 frame.
-
-    As the official scorer: objects without ``id`` are ignored, and when an id repeats the last
-    object wins.
-
-    Returns:
-        ``(predictions by id, counts)`` where counts has ``objects``, ``without_id``, ``duplicates``.
-
-    Raises:
-        PredictionsError: missing file, invalid JSON (file and line), or a value that is not an
-            object.
-    """
-    import json
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise PredictionsError(f"predictions file {p} does not exist")
-    text = p.read_text(encoding="utf-8").strip()
-    objs: list[tuple[int, Any]] = []
-    if text.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PredictionsError(f"{p}:{e.lineno}: not valid JSON: {e.msg}") from None
-        objs = [(1, o) for o in data]
-    else:
-        for i, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                objs.append((i, json.loads(line)))
-            except json.JSONDecodeError as e:
-                raise PredictionsError(f"{p}:{i}: not valid JSON: {e.msg}") from None
-    out: dict[str, dict] = {}
-    counts = {"objects": 0, "without_id": 0, "duplicates": 0}
-    for line, o in objs:
-        if not isinstance(o, dict):
-            raise PredictionsError(f"{p}:{line}: expected a JSON object, got {type(o).__name__}")
-        counts["objects"] += 1
-        if "id" not in o:
-            counts["without_id"] += 1
-            continue
-        key = str(o["id"])
-        if key in out:
-            counts["duplicates"] += 1
-        out[key] = o
-    return out, counts
 
 
 def _numbers(value: Any) -> list[float]:
@@ -318,23 +262,41 @@ def _sorted4(b: list[float]) -> tuple[float, float, float, float]:
     return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
+PREDICTION_FRAMES: dict[str, str] = {
+    "pixels": "absolute pixels of the original image (PointerBench's own format)",
+    "unit": "fractions of the image's width and height, 0 to 1",
+}
+"""Frames a predictions file's coordinates can be declared in (``score-predictions --frame``)."""
+
+
 def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str, dict],
-                                   axes: tuple[str, ...]) -> tuple[list[dict], dict]:
+                                   axes: tuple[str, ...], frame: str = "pixels") -> tuple[list[dict], dict]:
     """Score a PointerBench predictions file against loaded samples with the official rules.
 
     Args:
         samples: PointerBench (or suite) samples; each has one target box and its ``eval``.
-        predictions: prediction objects by id (:func:`read_predictions`).
+        predictions: prediction objects by id (the ``obj`` of each reply that
+            :func:`pointfail.replies.read_replies` found).
         axes: metadata axes to break the summary down by; an axis absent from every sample is left
             out, a sample lacking a present axis counts under ``"?"`` (as the official scorers).
+        frame: what the coordinates are, declared by the caller, never guessed (:data:`PREDICTION_FRAMES`):
+            ``pixels`` (PointerBench's own) or ``unit`` (fractions, multiplied by each sample's image
+            width and height before the official pixel rules).
 
     Returns:
         ``(rows, summary)``. Each row: ``id``, ``answer_type``, ``hit`` (bool), ``missing`` (no
         usable prediction), and for box rows ``box_class`` plus ``iou``/``coverage``/``precision``.
-        Summary: ``n``, ``hits``, ``accuracy`` (hits / n, rounded to 4 places as the official
-        scorers print it), ``missing_predictions``, ``box_classes`` (counts over box rows) and
+        ``box_class`` is ``no_prediction`` when the id has no prediction object at all, ``malformed``
+        when it has one without a usable box (both are wrong, as the official rule has it). Summary:
+        ``n``, ``hits``, ``accuracy`` (hits / n, rounded to 4 places as the official scorers print
+        it), ``missing_predictions``, ``box_classes`` (counts over box rows), ``frame`` and
         ``by_<axis>``: ``{value: {"n", "hits", "acc"}}`` sorted by value.
+
+    Raises:
+        ValueError: an unknown frame.
     """
+    if frame not in PREDICTION_FRAMES:
+        raise ValueError(f"frame must be one of {', '.join(PREDICTION_FRAMES)}, got {frame!r}")
     rows: list[dict] = []
     present = [a for a in axes if any(a in s.metadata for s in samples)]
     by: dict[str, dict[str, list[int]]] = {a: {} for a in present}
@@ -344,18 +306,24 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
         ev = s.target.eval or {}
         gt = ev.get("bbox") or s.target.boxes[0]
         pred = predictions.get(s.sample_id)
+        sx, sy = (s.image.width, s.image.height) if frame == "unit" else (1, 1)
         answer_type = s.metadata.get("answer_type") or ("bbox" if ev.get("type") == "iou" else "point")
         row: dict[str, Any] = {"id": s.sample_id, "answer_type": answer_type}
         if answer_type == "bbox":
             box = prediction_box(pred) if pred else None
+            if box is not None:
+                box = [box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy]
             bs = pointerbench_box_score(box, gt, min_coverage=float(ev.get("min_coverage", 0.9)),
                                         min_precision=float(ev.get("min_precision", 0.7)))
             ok = bs.box_class == "hit"
-            row.update(box_class=bs.box_class, iou=bs.iou, coverage=bs.coverage, precision=bs.precision,
+            box_class = "no_prediction" if pred is None else bs.box_class
+            row.update(box_class=box_class, iou=bs.iou, coverage=bs.coverage, precision=bs.precision,
                        missing=box is None)
-            box_classes[bs.box_class] = box_classes.get(bs.box_class, 0) + 1
+            box_classes[box_class] = box_classes.get(box_class, 0) + 1
         else:
             pt = prediction_point(pred) if pred else None
+            if pt is not None:
+                pt = (pt[0] * sx, pt[1] * sy)
             ok = pt is not None and point_in_box_inclusive(pt, gt)
             row["missing"] = pt is None
         row["hit"] = bool(ok)
@@ -369,7 +337,7 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
     n = len(samples)
     summary: dict[str, Any] = {
         "n": n, "hits": hits, "accuracy": round(hits / n, 4) if n else 0.0,
-        "missing_predictions": missing, "box_classes": dict(sorted(box_classes.items())),
+        "missing_predictions": missing, "box_classes": dict(sorted(box_classes.items())), "frame": frame,
     }
     for a in present:
         summary[f"by_{a}"] = {k: {"n": v[1], "hits": v[0], "acc": round(v[0] / v[1], 4)}

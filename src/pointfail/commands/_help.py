@@ -5,7 +5,7 @@ and :func:`example_epilog` itself), so every ``pointfail <command> --help`` has:
 
 * a description in plain text (no markup), wrapped as written;
 * every option's default, appended as ``(default: X)`` unless the help already states it or there
-  is none (``None``, ``False``, a required option);
+  is none (``None``, ``False``, an empty list, a required option);
 * an ``example:`` section with one command line that works as written.
 
 ``tests/test_cli_help.py`` checks all three for every subcommand.
@@ -28,7 +28,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if (
             not action.option_strings
             or action.required
-            or action.default in (None, False, argparse.SUPPRESS)
+            or action.default is None
+            or action.default is False
+            or action.default == argparse.SUPPRESS
+            or action.default == []
             or "default" in text
             or isinstance(action, (argparse._HelpAction, argparse._VersionAction))
         ):

@@ -18,15 +18,27 @@ import sys
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail view``."""
-    p = subparsers.add_parser("view", help="per-sample failure browser of a study (static site; --serve opens it)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from pointfail.commands._help import add_command
+
+    p = add_command(subparsers, "view", help="per-sample failure browser of a study (static site; --serve opens it)",
+                    description="""\
+Write a study's failure browser, a static site that opens from file:// (default
+<study>/view/): a study page (failure profile, hit rates, failure composition; each
+bar segment links to exactly its samples), a sample list (filters, counts, keyboard
+navigation) and a page per sample (the image with the target and every parsed point,
+the raw reply, the parse, the geometry, every judge attempt). With --serve it then
+serves the site on 127.0.0.1 and opens it in the default browser.
+
+Images are copied from where the records say they are; when they are missing, the
+pages say which command brings them.""",
+                    example="pointfail view records/default --serve")
     p.add_argument("study", help="study directory (records/<study>)")
-    p.add_argument("--out", help="site directory (default <study>/view)")
+    p.add_argument("--out", help="site directory (default: <study>/view)")
     p.add_argument("--image-root", action="append", default=[], metavar="DIR",
                    help="another folder record image paths may resolve into (repeatable)")
     p.add_argument("--no-images", action="store_true", help="write the site without images")
     p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 and open it in a browser")
-    p.add_argument("--port", type=int, default=0, help="port for --serve (default: a free one)")
+    p.add_argument("--port", type=int, default=0, help="port for --serve; 0 picks a free one")
     p.add_argument("--no-open", action="store_true", help="with --serve: do not open a browser")
     p.set_defaults(func=run)
 

@@ -1,0 +1,198 @@
+"""Every subcommand's ``--help`` speaks to researchers: plain text, one example that parses, defaults
+shown; family names in any spelling; output piped into ``head`` ends quietly."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pointfail.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[1]
+
+REST = [
+    (re.compile(r"``"), "reST literal ``...``"),
+    (re.compile(r":(?:func|mod|class|meth|data|attr|ref|doc):"), "reST role"),
+    (re.compile(r"::\s*$", re.M), "reST literal block '::'"),
+    (re.compile(r"^\s*\.\. \w+::", re.M), "reST directive"),
+    (re.compile(r"^={3,}\s+={3,}", re.M), "reST table"),
+]
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append(prefix + (name,))
+                out.extend(_commands(sub, prefix + (name,)))
+    return out
+
+
+COMMANDS = _commands(build_parser())
+
+
+def _help(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_the_commands_are_found():
+    names = {c[0] for c in COMMANDS}
+    assert {"evaluate", "score", "score-predictions", "families", "judge", "judge-one", "report", "view",
+            "aggregate", "verify", "generate", "data", "show", "judge-agreement"} <= names
+    assert ("generate", "sheets") in COMMANDS and ("data", "fetch") in COMMANDS
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
+def test_help_is_plain_text_with_an_example_that_parses(capsys, cmd):
+    text = _help(capsys, [*cmd, "--help"])
+    for pattern, what in REST:
+        m = pattern.search(text)
+        assert m is None, f"{' '.join(cmd)} --help shows {what}: {text[max(0, m.start() - 60):m.end() + 60]!r}"
+    assert "pointfail." not in text.replace("pointfail.", "", text.count("'pointfail[")), text  # no module paths
+    usage, _, rest = text.partition("\n\n")
+    description = rest.split("\n\n")[0]
+    assert description.strip() and not description.startswith(("positional arguments", "options")), \
+        f"{' '.join(cmd)} has no description"
+    m = re.search(r"^examples?:\n((?:  .+\n?)+)", text, re.M)
+    assert m, f"{' '.join(cmd)} --help has no example"
+    for line in m.group(1).splitlines():
+        argv = shlex.split(line.strip())
+        assert argv[0] == "pointfail", line
+        # the example is a valid command line for this very parser (parsing only; nothing runs)
+        parsed = build_parser().parse_args(argv[1:])
+        assert getattr(parsed, "func", None) is not None, line
+
+
+def test_defaults_are_shown(capsys):
+    text = _help(capsys, ["judge", "--help"])
+    assert re.search(r"--concurrency CONCURRENCY\s+Ollama requests in flight \(default: 4\)", text)
+    assert "(default: None)" not in text and "(default: False)" not in text
+    text = _help(capsys, ["score", "--help"])
+    assert "(default: point)" in text
+
+
+def test_judge_help_defaults_agree_with_the_client():
+    from pointfail.commands import judge
+    from pointfail.judge.client import DEFAULT_OPTIONS
+
+    assert (judge._SEED, judge._NUM_CTX, judge._NUM_PREDICT) == (
+        DEFAULT_OPTIONS["seed"], DEFAULT_OPTIONS["num_ctx"], DEFAULT_OPTIONS["num_predict"])
+
+
+def test_errors_name_the_flag_the_user_typed(capsys):
+    rc = main(["score", "--family", "Qwen2.5-VL", "--image-size", "100", "100", "--box", "1", "1", "5", "5",
+               "--text", '{"point_2d": [3, 3]}'])
+    err = capsys.readouterr().err
+    assert rc == 1 and "--model-input-size" in err and "model_input_size" not in err
+
+
+def test_flag_error_rewrites_python_names_only():
+    from pointfail.commands._help import flag_error
+
+    assert flag_error("pass allow_rescale=True only if ...") == "pass --allow-rescale only if ..."
+    assert flag_error("model_input_size (width, height) is required") == "--model-input-size (width, height) is required"
+    assert flag_error("the --model-input-size flag") == "the --model-input-size flag"
+    assert flag_error("my_model_input_size_x") == "my_model_input_size_x"
+
+
+@pytest.mark.parametrize("spelling", ["Qwen2.5-VL", "qwen2.5-vl", "QWEN2_5_VL", "qwen2_5_vl",
+                                      "Qwen/Qwen2.5-VL-3B-Instruct", "qwen2.5-vl-7b-instruct"])
+def test_family_spellings(spelling):
+    from pointfail.families import get_family
+
+    assert get_family(spelling).name == "qwen2_5_vl"
+
+
+def test_family_aliases_are_unique_and_unknown_names_list_the_known():
+    from pointfail.families import _aliases, get_family, list_families
+
+    aliases = _aliases()
+    assert {aliases[k] for k in aliases} == {f.name for f in list_families()}
+    assert get_family("UI-TARS-1.5").name == "ui_tars_1_5" and get_family("UI-TARS").name == "ui_tars"
+    with pytest.raises(KeyError, match="known families: center, florence2"):
+        get_family("qwen2.5")
+
+
+def test_score_accepts_a_spelling(capsys):
+    rc = main(["score", "--family", "Molmo", "--image-size", "100", "100", "--box", "40", "40", "60", "60",
+               "--text", '<point x="50" y="50">m</point>'])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["family"] == "molmo" and out["outcome"] == "hit"
+
+
+def test_families_json_has_frame_order_prompt_reply_and_checkpoints(capsys):
+    assert main(["families", "--format", "json"]) == 0
+    infos = {d["name"]: d for d in json.loads(capsys.readouterr().out)}
+    g = infos["gemini"]
+    assert g["frame"]["axis_order"] == "y, x" and g["frame"]["kind"] == "grid"
+    # a quarter across, half way down: Gemini writes y first on a 0-1000 grid
+    assert '"point": [500, 250]' in g["example"]["reply"]
+    q = infos["qwen2_5_vl"]
+    assert q["example"]["model_input_size"] == [1036, 756]  # smart_resize(768, 1024) with factor 28
+    assert '"point_2d": [259, 378]' in q["example"]["reply"]  # 0.25 * 1036, 0.5 * 756
+    assert "Qwen/Qwen2.5-VL-3B-Instruct" in q["checkpoints"]
+    assert infos["molmo"]["example"]["prompt"] == "Point to the Save button"
+    # every example reply parses back to the example point in its own family
+    from pointfail.families import get_family
+
+    for name, d in infos.items():
+        fam = get_family(name)
+        ex = d["example"]
+        res = fam.parse(ex["reply"], tuple(ex["image_size"]), tuple(ex["model_input_size"] or ()) or None)
+        tx, ty = fam.tolerance(tuple(ex["image_size"]), tuple(ex["model_input_size"] or ()) or None)
+        assert res.points, name
+        assert abs(res.points[0][0] - 0.25) <= tx + 1e-9 and abs(res.points[0][1] - 0.5) <= ty + 1e-9, name
+
+
+def test_families_table_and_details(capsys):
+    assert main(["families"]) == 0
+    table = capsys.readouterr().out
+    header = table.splitlines()[0]
+    for col in ("family", "frame", "axis order", "example prompt", "example reply", "checkpoints"):
+        assert col in header
+    assert re.search(r"^gemini\s.*y, x", table, re.M)
+    assert main(["families", "PaliGemma"]) == 0
+    details = capsys.readouterr().out
+    assert details.startswith("paligemma\n") and "axis order y, x" in details and "<loc0512><loc0256>" in details
+    assert main(["families", "gpt-9"]) == 2
+    assert "unknown family 'gpt-9'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["families"], ["families", "--format", "json"], ["--help"], ["score", "--help"]])
+def test_output_into_a_closed_pipe_ends_quietly(argv):
+    """Like `pointfail families | head -1`, deterministically: the reader is gone before the first write."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        res = subprocess.run([sys.executable, "-m", "pointfail", *argv], stdout=w, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=60)
+    finally:
+        os.close(w)
+    assert res.stderr == b""
+    # argparse's --help swallows the write error itself and exits 0
+    assert res.returncode == (0 if argv[-1] == "--help" else 141)
+
+
+def test_head_on_a_real_pipe_is_quiet():
+    """`pointfail families --format json | head -n 2`: head exits after two lines, pointfail ends quietly."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    src = subprocess.Popen([sys.executable, "-m", "pointfail", "families", "--format", "json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    head = subprocess.run(["head", "-n", "2"], stdin=src.stdout, capture_output=True, text=True, timeout=60)
+    src.stdout.close()
+    err = src.stderr.read()
+    src.wait(timeout=60)
+    assert head.stdout.splitlines() == ["[", "  {"]
+    assert err == b"" and src.returncode in (0, 141)
