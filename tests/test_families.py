@@ -16,7 +16,7 @@ from pointfail.frames import FRAME_KINDS
 
 REQUIRED = {
     "molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3", "paligemma", "florence2", "kosmos2",
-    "gemini", "json_pixels", "ui_tars", "ui_tars_1_5", "os_atlas", "showui", "uground", "gta1",
+    "gemini", "json_pixels", "json_unit", "ui_tars", "ui_tars_1_5", "os_atlas", "showui", "uground", "gta1",
     "opencua", "center", "ocr",
 }
 WITH_BACKEND = {"molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3"}

@@ -97,6 +97,11 @@ class ReplyProblem:
         return {"where": self.where, "kind": self.kind, "sample_id": self.sample_id, "detail": self.detail,
                 "excerpt": self.excerpt}
 
+    def place(self) -> tuple[int, int]:
+        """Sort key: lines before list items before entries with no place (``-``), each by number."""
+        kind, _, n = self.where.partition(" ")
+        return ({"line": 0, "item": 1}.get(kind, 2), int(n) if n.isdigit() else 0)
+
     def __str__(self) -> str:
         sid = f" id {self.sample_id!r}" if self.sample_id is not None else ""
         return f"{self.where}{sid}: {self.kind}: {self.detail}"

@@ -79,7 +79,7 @@ def _table(infos: list[dict[str, Any]], fmt: str) -> str:
     rows = []
     for d in infos:
         ex = d["example"]
-        frame = f"{d['frame']['description']}"
+        frame = f"{d['frame']['name']}: {d['frame']['description']}"
         if ex["model_input_size"]:
             frame += f" (here {ex['model_input_size'][0]}x{ex['model_input_size'][1]})"
         prompt = ex["prompt"]

@@ -23,9 +23,13 @@ that is not in the image). A judge that gives no single clean label in five atte
 leaves the miss unlabeled."""
 
 
-def _add_ollama_args(p: argparse.ArgumentParser) -> None:
+def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> None:
+    """The Ollama judge's options (``pointfail judge``, ``judge-one``, ``evaluate``); the judge model's
+    tag is ``model_flag`` (``--judge-model`` where ``--model`` names the evaluated model), stored in
+    ``args.judge_model``."""
     p.add_argument("--host", help="Ollama server URL (default: $OLLAMA_HOST, else http://127.0.0.1:11434)")
-    p.add_argument("--model", help="judge model tag (default: the study's [judge] ollama_model, else gemma4:31b)")
+    p.add_argument(model_flag, dest="judge_model",
+                   help="judge model tag (default: the study's [judge] ollama_model, else gemma4:31b)")
     p.add_argument("--seed", type=int, default=_SEED, help="generation seed; attempt k uses seed + k - 1")
     p.add_argument("--num-ctx", type=int, default=_NUM_CTX, help="context size in tokens")
     p.add_argument("--num-predict", type=int, default=_NUM_PREDICT, help="reply length cap in tokens")
@@ -66,7 +70,7 @@ to fill them in).""",
                    help="oracle: a miss within this many pixels of the target is off_by_pixels "
                    "(default: the study's [judge] oracle_tolerance_px, else 8)")
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
-    _add_ollama_args(p)
+    add_ollama_args(p)
     p.add_argument("--base-url", help="--judge openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
                    "(default: study.toml [judge] openai_base_url)")
     p.add_argument("--api-key-env", help="--judge openai: environment variable holding the API key "
@@ -105,7 +109,7 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
     o.add_argument("--normalized", action="store_true",
                    help="--point and --box are fractions of the image's width and height (0 to 1)")
     o.add_argument("--instruction", required=True, help="the instruction the model was given")
-    _add_ollama_args(o)
+    add_ollama_args(o)
     o.set_defaults(func=_judge_one)
 
     a = add_command(
@@ -133,7 +137,8 @@ def _study_config(records_dir: Path) -> dict[str, Any]:
         return tomllib.load(f)
 
 
-def _make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: int = 1) -> Any:
+def make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: int = 1) -> Any:
+    """An ``OllamaJudge`` from the options of :func:`add_ollama_args` (not yet entered)."""
     from pointfail.judge.client import DEFAULT_MODEL, DEFAULT_OPTIONS, OllamaJudge
 
     options = dict(DEFAULT_OPTIONS)
@@ -175,7 +180,7 @@ def _judge(args: argparse.Namespace) -> int:
         if problem:
             print(f"pointfail judge: {problem}", file=sys.stderr)
             return 3
-        judge = _make_ollama(args, args.model or jcfg.get("ollama_model"), args.concurrency)
+        judge = make_ollama(args, args.judge_model or jcfg.get("ollama_model"), args.concurrency)
     elif kind == "openai":
         from pointfail.extras import require
 
@@ -184,7 +189,7 @@ def _judge(args: argparse.Namespace) -> int:
         from pointfail.judge.served import OpenAIJudge
 
         base_url = args.base_url or jcfg.get("openai_base_url")
-        model = args.model or jcfg.get("openai_model")
+        model = args.judge_model or jcfg.get("openai_model")
         if not base_url or not model:
             print("pointfail judge: --judge openai needs --base-url and --model (or [judge] openai_base_url and "
                   "openai_model in study.toml)", file=sys.stderr)
@@ -275,7 +280,7 @@ def _judge_one(args: argparse.Namespace) -> int:
     if problem:
         print(f"pointfail judge-one: {problem}", file=sys.stderr)
         return 3
-    judge = _make_ollama(args, args.model, 1)
+    judge = make_ollama(args, args.judge_model, 1)
     j = judge.judge_one_sync(png, args.instruction, point_outside_image=point_outside(point_norm))
     out = {
         "label": j.label,

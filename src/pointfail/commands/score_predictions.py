@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     counts["unknown_id"] = sum(1 for p in problems if p.kind == "unknown_id")
     counts["raw_text"] = len(text_only)
     summary["predictions"] = dict(sorted(counts.items()))
-    summary["problems"] = [p.to_dict() for p in sorted(problems, key=_place)]
+    summary["problems"] = [p.to_dict() for p in sorted(problems, key=ReplyProblem.place)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8", newline="\n") as f:
         for r in rows:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     if notable:
         line += "; not scored as given: " + ", ".join(f"{k} {v}" for k, v in notable.items())
     print(line)
-    for p in sorted(problems, key=_place)[:SHOW_PROBLEMS]:
+    for p in sorted(problems, key=ReplyProblem.place)[:SHOW_PROBLEMS]:
         print(f"  {p}")
     if len(problems) > SHOW_PROBLEMS:
         print(f"  ... {len(problems) - SHOW_PROBLEMS} more in {summary_path}")
@@ -136,12 +136,6 @@ def run(args: argparse.Namespace) -> int:
         print(tabulate(table, headers=["value", "n", "hits", "acc %"], disable_numparse=True))
     print(f"\nrows -> {args.out}\nsummary -> {summary_path}")
     return 0
-
-
-def _place(p) -> tuple[int, int]:
-    """Sort key of a problem: its place in the file (``line N`` / ``item N``)."""
-    kind, _, n = p.where.partition(" ")
-    return (0 if kind == "line" else 1, int(n) if n.isdigit() else 0)
 
 
 def _all_fractions(objs) -> bool:

@@ -1,0 +1,161 @@
+"""``pointfail evaluate``: from a file of a model's own replies to its failure modes (see DESCRIPTION)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pointfail.commands._help import add_command
+from pointfail.commands.judge import FAILURE_MODES_TEXT, add_ollama_args
+
+SHOW_PROBLEMS = 10
+"""Problems printed one per line; all of them are in <out>/evaluation.json."""
+
+DESCRIPTION = f"""\
+Evaluate a model you ran elsewhere, from a file of its replies, in one command: each
+reply is parsed in the model family's own coordinate convention, scored against the
+benchmark's target, every miss is sorted into a failure mode, and the tables, the
+report and the failure browser are written into the output folder.
+
+The replies file is JSONL (or one JSON list), one object per sample:
+  {{"id": "pfs_0007", "text": "<point x=\\"41.5\\" y=\\"62.0\\">cell</point>"}}
+"text" is the model's reply exactly as it answered (parsed with --family). Optional:
+"model_input_size": [W, H], the resized image the model saw (needed by families that
+answer in its pixels: qwen2_5_vl, ui_tars_1_5, gta1, opencua), and "prompt", the text
+actually sent. Replies that are already coordinates use PointerBench's keys (point,
+pred, coordinate, prediction: [x, y]; bbox, box: [x0, y0, x1, y1]; x and y; x0 .. y1)
+and need --frame: pixels (absolute pixels of the image, PointerBench's own format) or
+unit (fractions 0 to 1). The frame is never guessed from the size of the numbers.
+
+Nothing in the file is dropped silently: lines that are not JSON, objects without an
+id, repeated ids (the last one counts, as in PointerBench's scorer), ids the benchmark
+does not have, and samples with no reply (recorded as errors) are counted and listed.
+With --only-predicted only the ids in the file are scored, and every table says so.
+
+Misses are labeled by the oracle judge where the benchmark has scene graphs (the
+generated suites: pointfail generate), otherwise with --judge ollama, or left pending.
+{FAILURE_MODES_TEXT}
+
+Run it again on the same --out to continue: unchanged replies keep their verdicts,
+only new or changed ones are scored and judged. Writes <out>/<model>/<benchmark>.jsonl
+(records), <out>/tables/, <out>/report/ (needs the report extra:
+pip install 'pointfail[report]'; or --no-report), <out>/view/index.html (the failure
+browser) and <out>/evaluation.json (counts and every problem). Exit 0 when done; 2
+when the input cannot be used (nothing is written); 3 when a judge left misses
+without a verdict (rerun to fill them in)."""
+
+EXAMPLE = ("pointfail evaluate --benchmark suite --data suites/sheets --replies replies.jsonl "
+           "--family molmo --out results/sheets")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``pointfail evaluate``."""
+    p = add_command(subparsers, "evaluate",
+                    help="from a file of your model's replies to its failure modes, tables, report and browser",
+                    description=DESCRIPTION, example=EXAMPLE)
+    p.add_argument("--benchmark", required=True,
+                   help="the benchmark's loader: suite (a generated suite), pointerbench-sheets, pointerbench-text, "
+                   "pointerbench-pro, screenspot-pro, point-bench, where2place, refspatial")
+    p.add_argument("--data", required=True, type=Path, metavar="DIR", help="the benchmark's directory")
+    p.add_argument("--replies", required=True, type=Path, metavar="FILE", help="the replies file (JSONL or JSON list)")
+    p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                   help="output folder (created; rerun with the same folder to continue)")
+    p.add_argument("--family", help="the model family the text replies are written in, any spelling "
+                   "(qwen2.5-vl, Molmo, ...; list: pointfail families)")
+    p.add_argument("--frame", choices=("pixels", "unit"),
+                   help="what coordinate replies are: pixels of the image, or unit fractions (0 to 1)")
+    p.add_argument("--model", help="the model's name in the records (default: the replies file's name)")
+    p.add_argument("--only-predicted", action="store_true",
+                   help="score only the samples with a reply in the file (every table note says so)")
+    p.add_argument("--judge", choices=("auto", "oracle", "ollama", "none"), default="auto",
+                   help="who labels the misses; auto: the oracle where the benchmark has scene graphs, else none")
+    p.add_argument("--tolerance-px", type=float,
+                   help="oracle: a miss within this many pixels of the target is off_by_pixels (default: 8)")
+    p.add_argument("--model-input-size", choices=("recorded", "family"), default="recorded",
+                   help="resized-pixel families: use each reply's model_input_size, or the family's published "
+                   "resize setting")
+    p.add_argument("--no-report", action="store_true", help="do not draw the report figures")
+    p.add_argument("--no-view", action="store_true", help="do not write the failure browser")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--concurrency", type=int, default=4, help="--judge ollama: requests in flight")
+    add_ollama_args(p, model_flag="--judge-model")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate and print the summary; returns the exit status described in the help."""
+    from pointfail.benchmarks import BenchmarkError
+    from pointfail.evaluate import EvaluateError, evaluate_replies
+    from pointfail.judge.stage import StageBusy
+    from pointfail.records import RecordError
+    from pointfail.replies import RepliesError
+
+    client = None
+    if args.judge == "ollama":
+        from pointfail.commands.judge import judge_reachable, make_ollama
+        from pointfail.extras import require
+
+        require("judge", "--judge ollama")
+        if args.concurrency < 1:
+            print("pointfail evaluate: --concurrency must be >= 1", file=sys.stderr)
+            return 2
+        problem = judge_reachable(args.host)
+        if problem:
+            print(f"pointfail evaluate: {problem}", file=sys.stderr)
+            return 3
+        client = make_ollama(args, args.judge_model, args.concurrency)
+    try:
+        res = evaluate_replies(
+            benchmark=args.benchmark, data_dir=args.data, replies=args.replies, out_dir=args.out,
+            family=args.family, frame=args.frame, model=args.model, only_predicted=args.only_predicted,
+            judge=args.judge, judge_client=client, tolerance_px=args.tolerance_px,
+            model_input_size=args.model_input_size, report=not args.no_report, view=not args.no_view,
+            progress=not args.no_progress and sys.stderr.isatty(), log=lambda m: print(m, flush=True),
+        )
+    except (EvaluateError, BenchmarkError, RepliesError) as e:
+        print(f"pointfail evaluate: {e}", file=sys.stderr)
+        return 2
+    except (RecordError, StageBusy) as e:
+        print(f"pointfail evaluate: {e}", file=sys.stderr)
+        return 1
+    _print(res)
+    return 3 if res.judge is not None and res.pending else 0
+
+
+def _print(res) -> None:
+    """The run's summary: replies, problems, outcomes, the judge, the failure composition, where things are."""
+    r = res.replies
+    how = f"family {res.family}" if res.family else ""
+    if res.frame:
+        how += (", " if how else "") + f"coordinates in the {res.frame} frame"
+    print()
+    print(f"{res.model} on {res.benchmark} ({how}): {res.records} samples scored"
+          + (f" of {res.benchmark_samples} (--only-predicted)" if res.scope == "only_predicted" else ""))
+    skipped = {k: v for k, v in r.items() if v and k not in ("entries", "replies", "with_text",
+                                                              "with_coordinates_only")}
+    line = f"{res.replies_file}: {r['entries']} entries, {r['replies'] - r.get('unknown_id', 0)} used"
+    if skipped:
+        line += "; " + ", ".join(f"{k} {v}" for k, v in skipped.items())
+    print(line)
+    for p in res.problems[:SHOW_PROBLEMS]:
+        print(f"  {p}")
+    if len(res.problems) > SHOW_PROBLEMS:
+        print(f"  ... {len(res.problems) - SHOW_PROBLEMS} more in {res.out_dir / 'evaluation.json'}")
+    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in res.outcomes.items()))
+    if res.judge_report:
+        d = res.judge_report
+        labels = ", ".join(f"{k} {v}" for k, v in d["labels"].items())
+        print(f"judge {d['judge']}: {d['misses']} misses, {d['judged']} judged now, {d['already']} already judged"
+              + (f" ({labels})" if labels else ""))
+    if res.judge_note:
+        print(f"note: {res.judge_note}")
+    print()
+    print(res.failure_composition.rstrip())
+    print()
+    print(f"records: {res.records_path}")
+    print(f"tables:  {res.tables_dir}")
+    if res.report:
+        print(f"report:  {res.report[0]}")
+    if res.view:
+        print(f"browser: {res.view}")

@@ -1,0 +1,448 @@
+"""From a file of a model's own replies to how it fails: one call, the library's own stages.
+
+A researcher who ran their model elsewhere has a file of its replies (``pointfail.replies``: one
+``{"id", "text"}`` object per sample, or coordinates in a declared frame). :func:`evaluate_replies`
+runs the same stages a study run by ``pointfail-runner`` goes through, in order, and nothing else:
+
+1. ``benchmarks.load`` (the benchmark's loader) and ``replies.read_replies``: every line of the file is
+   either a reply for a known sample or a listed problem (unparseable, no id, duplicate id, unknown
+   id, no reply in it); nothing is dropped silently.
+2. Per sample: ``prompts.build_prompt`` (the family's own phrasing, or the ``prompt`` the line says
+   was sent), a ``records.Response`` with the reply, ``scoring.build_record`` (parse in the family's
+   frame, score, official rule), written with the records stage's atomic writer into
+   ``<out>/<model>/<benchmark>.jsonl``. A sample with no reply in the file becomes an ``error``
+   record (``worker: no reply for this sample in <file>``) and is listed, unless ``only_predicted``
+   limits the evaluation to the ids in the file, which every table note then says.
+3. ``judge.stage.judge_study``: the oracle where the benchmark has scene graphs (generated suites), a
+   model judge (``ollama``) when asked, or none (misses stay ``pending``, said so).
+4. ``aggregate.aggregate`` into ``<out>/tables/``, then the report (``report.make_report``) and the
+   failure browser (``view.build_site``).
+
+Text replies are parsed by the family given (any spelling ``get_family`` accepts). Coordinate replies
+(PointerBench's keys: ``point``, ``pred``, ``coordinate``, ``prediction``, ``bbox``, ``box``, ``x``/``y``,
+``x0``…``y1``, read by ``benchmarks.official.prediction_point``/``prediction_box``) need their frame
+declared (:data:`COORDINATE_FRAMES`); they are written as the reply text of the matching JSON family
+(``{"point": [x, y]}`` and/or ``{"bbox": [...]}`` with the numbers exactly as given), so the record
+names the frame and re-parses to the same point.
+
+Resumable: run it again on the same output folder and a record whose sample, prompt and reply are
+unchanged keeps its judge verdicts, so only new or changed replies are judged; an interrupted judge
+stage continues from its journal. ``<out>/evaluation.json`` holds the whole :class:`EvaluationResult`
+of the last run, every problem included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from pointfail.replies import Reply, ReplyProblem
+
+__all__ = [
+    "COORDINATE_FRAMES",
+    "EvaluateError",
+    "EvaluationResult",
+    "JUDGES",
+    "RESULT_FILE",
+    "evaluate_replies",
+    "model_name_from",
+]
+
+COORDINATE_FRAMES: dict[str, str] = {
+    "pixels": "json_pixels",
+    "unit": "json_unit",
+}
+"""Declared frame of coordinate replies -> the JSON family that reads them (``pixels``: absolute
+pixels of the original image, PointerBench's own; ``unit``: 0-1 fractions of the image)."""
+
+JUDGES: tuple[str, ...] = ("auto", "oracle", "ollama", "none")
+"""``auto``: the oracle when every sample has a scene graph, else none."""
+
+RESULT_FILE = "evaluation.json"
+"""The run's :class:`EvaluationResult`, written into the output folder."""
+
+NO_REPLY = "no reply for this sample in {file}"
+"""``Response.error`` of a sample the replies file has no line for (the record says ``worker: ...``)."""
+
+_NAME = re.compile(r"[^a-z0-9._-]+")
+
+
+class EvaluateError(ValueError):
+    """The evaluation cannot start: an unknown family, a frame missing for coordinate replies, text
+    replies without a family, replies that need the model-input size and do not have it, an unusable
+    model name, or nothing to evaluate. Raised before anything is written; the message names the
+    option to pass (as the command line spells it)."""
+
+
+@dataclass
+class EvaluationResult:
+    """What one :func:`evaluate_replies` call did.
+
+    Attributes:
+        out_dir: the output folder (a study directory: ``<model>/<benchmark>.jsonl``, ``tables/``,
+            ``report/``, ``view/``, :data:`RESULT_FILE`).
+        model, benchmark: names used in the records path (``benchmark`` is the loader's name for
+            the samples, e.g. ``sheets`` for a generated sheets suite).
+        family: the family text replies were parsed with, or ``None``.
+        frame: the declared frame of coordinate replies, or ``None``.
+        replies_file: the replies file read.
+        scope: ``all`` (every benchmark sample; those without a reply are ``error`` records) or
+            ``only_predicted`` (only the ids in the file).
+        benchmark_samples: samples the benchmark has; ``records``: records written.
+        kept: records kept unchanged from an earlier run (their judge verdicts with them).
+        replies: counts of the replies file (see ``RepliesFile.counts``) plus ``unknown_id``.
+        problems: every line of the file not used as given, and every sample without a reply, in
+            file order then sample order (:class:`pointfail.replies.ReplyProblem`).
+        outcomes: records by outcome (``hit``, ``miss``, ``no_prediction``, ``error``).
+        judge: the judge used (``oracle``, ``ollama:<model>``) or ``None``; ``judge_report``: the stage
+            report (``StageReport.to_dict``) or ``None``; ``judge_note``: why misses are not labeled
+            when they are not.
+        records_path, tables_dir: where the records and tables are.
+        failure_composition: the failure-composition table (Markdown, as written to ``tables/``).
+        report: report files written (empty when not asked for); ``view``: the failure browser's
+            ``index.html`` or ``None``.
+        notes: the notes every table of this folder carries about the evaluation's scope.
+    """
+
+    out_dir: Path
+    model: str
+    benchmark: str
+    family: Optional[str]
+    frame: Optional[str]
+    replies_file: Path
+    scope: str
+    benchmark_samples: int
+    records: int
+    kept: int
+    replies: dict[str, int]
+    problems: list[ReplyProblem]
+    outcomes: dict[str, int]
+    judge: Optional[str]
+    judge_report: Optional[dict[str, Any]]
+    judge_note: Optional[str]
+    records_path: Path
+    tables_dir: Path
+    failure_composition: str
+    report: list[Path] = field(default_factory=list)
+    view: Optional[Path] = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> int:
+        """Misses still without a final verdict (``pending`` or ``judge_unavailable``)."""
+        if not self.judge_report:
+            return self.outcomes.get("miss", 0) if self.judge is None else 0
+        st = self.judge_report.get("status", {})
+        return int(st.get("pending", 0)) + int(st.get("judge_unavailable", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (paths as strings), what :data:`RESULT_FILE` holds."""
+        return {
+            "out_dir": str(self.out_dir), "model": self.model, "benchmark": self.benchmark,
+            "family": self.family, "frame": self.frame, "replies_file": str(self.replies_file),
+            "scope": self.scope, "benchmark_samples": self.benchmark_samples, "records": self.records,
+            "kept": self.kept, "replies": dict(self.replies), "problems": [p.to_dict() for p in self.problems],
+            "outcomes": dict(self.outcomes), "judge": self.judge, "judge_report": self.judge_report,
+            "judge_note": self.judge_note, "records_path": str(self.records_path),
+            "tables_dir": str(self.tables_dir), "report": [str(p) for p in self.report],
+            "view": str(self.view) if self.view else None, "notes": list(self.notes),
+        }
+
+
+def model_name_from(text: str) -> str:
+    """A records-path model name from free text (a file stem, a checkpoint id): lower case, runs of
+    characters other than letters, digits, ``.``, ``_`` and ``-`` replaced by ``-``, at most 64
+    characters. ``Qwen/Qwen2.5-VL-3B`` -> ``qwen-qwen2.5-vl-3b``."""
+    name = _NAME.sub("-", text.lower()).strip("-.")[:64].strip("-.")
+    return name or "model"
+
+
+def _coordinate_text(reply: Reply) -> str:
+    """The reply text of a coordinate reply in the JSON families' syntax: the point and/or the box
+    the official readers find, numbers as given (``{"point": [x, y]} {"bbox": [x0, y0, x1, y1]}``)."""
+    from pointfail.benchmarks.official import prediction_box, prediction_point
+
+    parts = []
+    pt = prediction_point(reply.coordinates)
+    if pt is not None:
+        parts.append(json.dumps({"point": [pt[0], pt[1]]}))
+    box = prediction_box(reply.coordinates)
+    if box is not None:
+        parts.append(json.dumps({"bbox": box}))
+    return " ".join(parts)
+
+
+def _scope_notes(scope: str, replies_name: str, n_scored: int, n_benchmark: int) -> list[str]:
+    if scope == "only_predicted":
+        return [f"Scope: only the {n_scored} samples with a reply in {replies_name} were scored "
+                f"(--only-predicted); the benchmark has {n_benchmark}."]
+    return [f"Scope: all {n_benchmark} samples of the benchmark; a sample without a reply in {replies_name} "
+            "is an `error` record (no reply)."]
+
+
+def evaluate_replies(
+    *,
+    benchmark: str,
+    data_dir: str | Path,
+    replies: str | Path,
+    out_dir: str | Path,
+    family: Optional[str] = None,
+    frame: Optional[str] = None,
+    model: Optional[str] = None,
+    only_predicted: bool = False,
+    judge: str = "auto",
+    judge_client: Any = None,
+    tolerance_px: Optional[float] = None,
+    model_input_size: str = "recorded",
+    report: bool = True,
+    view: bool = True,
+    progress: bool = False,
+    log: Optional[Callable[[str], None]] = None,
+) -> EvaluationResult:
+    """Evaluate a model from its replies file (stages in the module docstring).
+
+    Args:
+        benchmark: a loader name (``suite`` for a generated suite, ``pointerbench-text``, ...).
+        data_dir: the benchmark's directory.
+        replies: the replies file (JSONL or a JSON list; ``pointfail.replies``).
+        out_dir: the output folder, a study directory; created; reused on a rerun.
+        family: the family text replies are written in (any spelling ``get_family`` accepts);
+            required when the file has text replies.
+        frame: ``pixels`` or ``unit`` (:data:`COORDINATE_FRAMES`); required when the file has
+            coordinate replies.
+        model: the model's name in the records path (default: from the replies file's name).
+        only_predicted: score only the ids in the file (every table note says so).
+        judge: one of :data:`JUDGES`; ``ollama`` needs ``judge_client`` (an ``OllamaJudge``).
+        tolerance_px: the oracle's ``off_by_pixels`` tolerance (default 8).
+        model_input_size: for families answering in pixels of the resized model input:
+            ``recorded`` (each reply's ``model_input_size``; required) or ``family`` (the family's
+            published ``smart_resize`` setting, :meth:`Family.expected_model_input_size`, said so in
+            the notes).
+        report: write the report figures (needs the ``report`` extra, checked before anything is
+            written); view: write the failure browser.
+        progress: tqdm progress bars on stderr; log: one-line progress messages.
+
+    Returns:
+        :class:`EvaluationResult` (also written to ``<out_dir>/evaluation.json``).
+
+    Raises:
+        EvaluateError: see the class; nothing is written.
+        pointfail.benchmarks.BenchmarkError: the benchmark cannot be loaded; nothing is written.
+        pointfail.replies.RepliesError: the replies file cannot be read; nothing is written.
+        pointfail.extras.MissingExtra: ``report`` without matplotlib/plotly; nothing is written.
+        pointfail.judge.stage.StageBusy: another judge stage runs on the folder.
+    """
+    from pointfail.benchmarks import load as load_benchmark
+    from pointfail.families import get_family
+    from pointfail.replies import read_replies
+
+    say = log or (lambda _m: None)
+    if judge not in JUDGES:
+        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+    if judge == "ollama" and judge_client is None:
+        raise EvaluateError("--judge ollama needs a judge client (OllamaJudge)")
+    if model_input_size not in ("recorded", "family"):
+        raise EvaluateError(f"--model-input-size must be 'recorded' or 'family', got {model_input_size!r}")
+    if frame is not None and frame not in COORDINATE_FRAMES:
+        raise EvaluateError(f"--frame must be one of {', '.join(COORDINATE_FRAMES)}, got {frame!r}")
+    if report:
+        from pointfail.extras import require
+
+        require("report", "the report (or pass --no-report)")
+    try:
+        fam = get_family(family) if family is not None else None
+    except KeyError as e:
+        raise EvaluateError(f"--family: {e.args[0]}") from None
+    name = model_name_from(model if model is not None else Path(replies).stem)
+    if model is not None and name != model:
+        raise EvaluateError(f"--model {model!r}: use lower-case letters, digits, '.', '_' and '-' (e.g. {name!r})")
+
+    data = Path(data_dir).resolve()
+    samples = load_benchmark(benchmark, data)
+    rf = read_replies(replies)
+    if not samples:
+        raise EvaluateError(f"{benchmark} at {data_dir}: no samples")
+    bench_name = samples[0].benchmark
+    by_id = {s.sample_id: s for s in samples}
+    known = frozenset(by_id)
+    used = {sid: r for sid, r in rf.replies.items() if sid in known}
+
+    text_replies = [r for r in used.values() if r.text is not None and (fam is not None or not r.coordinates)]
+    coord_replies = [r for r in used.values() if r not in text_replies]
+    if text_replies and fam is None:
+        raise EvaluateError(f"{len(text_replies)} replies in {rf.path.name} are text (e.g. {text_replies[0].where}): "
+                            "pass --family with the model family they are written in (list: pointfail families)")
+    if coord_replies and frame is None:
+        raise EvaluateError(f"{len(coord_replies)} replies in {rf.path.name} are coordinates (e.g. "
+                            f"{coord_replies[0].where}): pass --frame pixels (absolute pixels of the image) or "
+                            "--frame unit (fractions 0 to 1); the frame is never guessed")
+    if not used and not only_predicted:
+        say(f"[evaluate] no reply in {rf.path.name} has an id of {bench_name}: every sample will be an error record")
+    if not used and only_predicted:
+        raise EvaluateError(f"no reply in {rf.path.name} has an id of {bench_name} (--only-predicted has nothing "
+                            f"to score); {rf.entries} entries, first problems: "
+                            + "; ".join(str(p) for p in (rf.problems + rf.unknown(known))[:3]))
+    resized_note = None
+    if fam is not None and fam.frame.kind == "pixels_resized" and text_replies:
+        lacking = [r for r in text_replies if r.model_input_size is None]
+        if lacking and model_input_size == "recorded":
+            ex = fam.expected_model_input_size((by_id[lacking[0].sample_id].image.width,
+                                                by_id[lacking[0].sample_id].image.height))
+            raise EvaluateError(
+                f"{fam.name} answers in pixels of the resized image the model saw, and {len(lacking)} replies "
+                f"(e.g. {lacking[0].where}) have no \"model_input_size\": [W, H]. Add it to each line, or pass "
+                f"--model-input-size family to use the family's published resize setting (e.g. {ex[0]}x{ex[1]} for "
+                "the first such image); it is never guessed silently")
+        if lacking:
+            resized_note = (f"{len(lacking)} replies have no recorded model-input size; {fam.name}'s published "
+                            "smart_resize setting was used for them (--model-input-size family).")
+
+    return _run(
+        samples=samples, by_id=by_id, rf=rf, used=used, fam=fam, frame=frame, name=name, bench_name=bench_name,
+        only_predicted=only_predicted, judge=judge, judge_client=judge_client, tolerance_px=tolerance_px,
+        resized_note=resized_note, report=report, view=view, progress=progress, say=say,
+        out=Path(out_dir), data=data,
+    )
+
+
+def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predicted, judge, judge_client,
+         tolerance_px, resized_note, report, view, progress, say, out: Path, data: Path) -> EvaluationResult:
+    import pointfail
+    from pointfail.aggregate import aggregate
+    from pointfail.families import get_family
+    from pointfail.judge.stage import atomic_write_records, judge_study
+    from pointfail.prompts import build_prompt
+    from pointfail.records import Provenance, Response, read_records
+    from pointfail.scoring import build_record
+
+    scope = "only_predicted" if only_predicted else "all"
+    chosen = [s for s in samples if s.sample_id in used] if only_predicted else list(samples)
+    notes = _scope_notes(scope, rf.path.name, len(chosen), len(samples))
+    if resized_note:
+        notes.append(resized_note)
+    problems: list[ReplyProblem] = list(rf.problems) + rf.unknown(frozenset(by_id))
+    problems.sort(key=ReplyProblem.place)
+    missing = [s for s in chosen if s.sample_id not in used]
+    problems += [ReplyProblem("-", "no_reply_for_sample", f"the sample has no reply in {rf.path.name}; "
+                              "recorded as an error (no reply)", s.sample_id) for s in missing]
+
+    out.mkdir(parents=True, exist_ok=True)
+    _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge)
+    records_path = out / name / f"{bench_name}.jsonl"
+    old = {}
+    if records_path.is_file():
+        old = {r.sample_id: r for r in read_records(records_path)}
+    prov = Provenance(pointfail_version=pointfail.__version__)
+    say(f"[evaluate] {bench_name}: {len(chosen)} samples ({scope}), replies from {rf.path}")
+    it = chosen
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(chosen, desc=f"score {name}", unit="sample")
+        it = bar
+    records, kept = [], 0
+    try:
+        for s in it:
+            reply = used.get(s.sample_id)
+            if reply is None:
+                f = fam or get_family(COORDINATE_FRAMES[frame or "pixels"])
+                resp = Response(error=NO_REPLY.format(file=rf.path.name))
+            elif reply.text is not None and (fam is not None or not reply.coordinates):
+                f = fam
+                mis = reply.model_input_size
+                if mis is None and f.frame.kind == "pixels_resized":
+                    mis = list(f.expected_model_input_size((s.image.width, s.image.height)))
+                resp = Response(raw_text=reply.text, model_input_size=mis)
+            else:
+                f = get_family(COORDINATE_FRAMES[frame])
+                resp = Response(raw_text=_coordinate_text(reply))
+            prompt = build_prompt(f, s)
+            if reply is not None and reply.prompt is not None:
+                prompt = prompt.model_copy(update={"sent": reply.prompt})
+            rec = build_record(study=model_name_from(out.name), model=name, family=f, sample=s, prompt=prompt, response=resp,
+                               provenance=prov, base_dir=data)
+            prev = old.get(s.sample_id)
+            if prev is not None and prev.model_copy(update={"judge": None, "other_judgments": []}) == rec:
+                rec = prev  # unchanged: keep its judge verdicts
+                kept += 1
+            records.append(rec)
+    finally:
+        if bar is not None:
+            bar.close()
+    records_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_records(records_path, records)
+    outcomes = dict(sorted(Counter(r.outcome for r in records).items()))
+    say(f"[evaluate] wrote {len(records)} records to {records_path} ({kept} unchanged from the last run)")
+
+    with_graphs = all(s.scene_graph_path for s in chosen)
+    judge_name, judge_report, judge_note = _judge(out, records, judge, judge_client, tolerance_px, data,
+                                                  with_graphs, progress, say, judge_study)
+    aggregate(out)
+    tables = out / "tables"
+    composition = (tables / "failure_composition.md").read_text(encoding="utf-8")
+    written: list[Path] = []
+    if report:
+        from pointfail.report import make_report
+
+        written = make_report(out)
+        say(f"[evaluate] report: {written[0]}")
+    index = None
+    if view:
+        from pointfail.view import build_site
+
+        index = build_site(out, image_roots=[data]).out_dir / "index.html"
+        say(f"[evaluate] failure browser: {index}")
+    counts = rf.counts()
+    counts["unknown_id"] = sum(1 for p in problems if p.kind == "unknown_id")
+    counts["no_reply_for_sample"] = len(missing)
+    result = EvaluationResult(
+        out_dir=out, model=name, benchmark=bench_name, family=fam.name if fam else None, frame=frame,
+        replies_file=rf.path, scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
+        replies=dict(sorted(counts.items())), problems=problems, outcomes=outcomes, judge=judge_name,
+        judge_report=judge_report, judge_note=judge_note, records_path=records_path, tables_dir=tables,
+        failure_composition=composition, report=written, view=index, notes=notes,
+    )
+    tmp = out / f".{RESULT_FILE}.tmp"
+    tmp.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out / RESULT_FILE)
+    return result
+
+
+def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
+    misses = sum(1 for r in records if r.outcome == "miss")
+    if judge == "auto":
+        judge = "oracle" if with_graphs else "none"
+    if judge == "none":
+        note = None
+        if misses:
+            note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
+                    "pass --judge ollama --host URL to label them with a model judge") if not with_graphs else \
+                   "misses are not labeled (pending): --judge none"
+        return None, None, note
+    client = "oracle" if judge == "oracle" else judge_client
+    rep = judge_study(out, client, role="primary", data_root=data, tolerance_px=tolerance_px, progress=progress)
+    d = rep.to_dict()
+    say(f"[evaluate] judge {d['judge']}: {d['misses']} misses, {d['already']} already judged, {d['judged']} judged now")
+    note = None
+    left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
+    if left:
+        note = f"{left} misses still without a verdict from {d['judge']} (rerun the same command to fill them in)"
+    return d["judge"], d, note
+
+
+def _write_study_toml(out: Path, notes: list[str], primary_judge: str) -> None:
+    """``<out>/study.toml``: the folder's name as the study name, the primary judge, and the scope
+    notes every table carries (``[aggregate] notes``)."""
+    lines = ["# written by pointfail evaluate; rewritten on every run", "[study]",
+             f"name = {json.dumps(model_name_from(out.name))}", f"primary_judge = {json.dumps(primary_judge)}", "",
+             "[aggregate]",
+             "notes = [" + ", ".join(json.dumps(n, ensure_ascii=False) for n in notes) + "]", ""]
+    tmp = out / ".study.toml.tmp"
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    os.replace(tmp, out / "study.toml")
