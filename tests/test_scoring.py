@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pytest
+from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -196,6 +197,43 @@ def test_study_documented_call(study_files):
     assert none["primary"] is None and none["inMask"] is False and none["outcome"] == "no_prediction"
     with pytest.raises(TypeError, match="colour"):
         scorePrediction(family="molmo", rawText="", imagePath=img, maskPath=mask, colour="red")
+
+
+def test_the_write_up_call_runs_exactly_as_written(study_files, tmp_path, monkeypatch):
+    """The code block of shared/seeds/pointfail-study.txt ("Running it"), run verbatim in a folder
+    holding image.png and mask.png: it prints the primary point and whether it is in the mask."""
+    import contextlib
+    import io
+    import re
+
+    seed = (Path(__file__).resolve().parents[2] / "shared" / "seeds" / "pointfail-study.txt").read_text(encoding="utf-8")
+    block = seed[seed.index("from pointfail import scorePrediction"):seed.index('print(result["primary"], result["inMask"])')]
+    code = block + 'print(result["primary"], result["inMask"])\n'
+    assert re.search(r'imagePath="image.png",\s*maskPath="mask.png"', code)
+    img, mask = study_files
+    assert (img.name, mask.name) == ("image.png", "mask.png")
+    monkeypatch.chdir(img.parent)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "pointfail-study.txt", "exec"), {})
+    assert out.getvalue() == "[0.5, 0.5] True\n"
+
+
+def test_one_function_one_result_type(study_files):
+    """score_prediction and scorePrediction are one function: the same ScoreResult, read by
+    attribute or by key (r["primary"] no longer raises)."""
+    from pointfail.scoring import ScoreResult
+
+    img, mask = study_files
+    a = score_prediction("molmo", '<point x="10" y="50">m</point>', image_path=img, mask_path=mask)
+    b = scorePrediction(family="molmo", rawText='<point x="10" y="50">m</point>', imagePath=img, maskPath=mask)
+    assert type(a) is type(b) is ScoreResult and a == b
+    assert a["primary"] == a.primary == [0.1, 0.5] and a["inMask"] is False and a.inMask is False
+    assert a["in_target"] is False and a["box"] is None and a["image_size"] == [100, 80]
+    assert set(a.keys()) == set(a.to_dict()) | {"inMask"} and "inMask" in a and "parse" not in a
+    assert dict((k, a[k]) for k in a.keys())["distance_px"] == 30.0
+    with pytest.raises(KeyError):
+        a["parse"]
 
 
 def test_score_prediction_typed_result(study_files):
@@ -401,7 +439,7 @@ def test_cli_score_errors(capsys, study_files):
     assert rc == 1 and "100x80" in err and "50x40" in err
     rc, _, err = run_cli(capsys, ["score", "--family", "qwen2_5_vl", "--image-size", "50", "40",
                                   "--box", "0", "0", "1", "1", "--text", '{"point_2d": [1, 1]}'])
-    assert rc == 1 and "model_input_size" in err
+    assert rc == 1 and "--model-input-size" in err and "model_input_size" not in err
 
 
 def test_cli_entry_point_in_subprocess():

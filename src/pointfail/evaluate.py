@@ -14,7 +14,8 @@ runs the same stages a study run by ``pointfail-runner`` goes through, in order,
    record (``worker: no reply for this sample in <file>``) and is listed, unless ``only_predicted``
    limits the evaluation to the ids in the file, which every table note then says.
 3. ``judge.stage.judge_study``: the oracle where the benchmark has scene graphs (generated suites), a
-   model judge (``ollama``) when asked, or none (misses stay ``pending``, said so).
+   model judge (``ollama``, or ``openai`` for any OpenAI-compatible server) when asked, or none (misses
+   stay ``pending``, said so).
 4. ``aggregate.aggregate`` into ``<out>/tables/``, then the report (``report.make_report``) and the
    failure browser (``view.build_site``).
 
@@ -60,8 +61,9 @@ COORDINATE_FRAMES: dict[str, str] = {
 """Declared frame of coordinate replies -> the JSON family that reads them (``pixels``: absolute
 pixels of the original image, PointerBench's own; ``unit``: 0-1 fractions of the image)."""
 
-JUDGES: tuple[str, ...] = ("auto", "oracle", "ollama", "none")
-"""``auto``: the oracle when every sample has a scene graph, else none."""
+JUDGES: tuple[str, ...] = ("auto", "oracle", "ollama", "openai", "none")
+"""``auto``: the oracle when every sample has a scene graph, else none; ``ollama`` and ``openai`` are
+model judges, given as a client (``OllamaJudge``, ``OpenAIJudge``)."""
 
 RESULT_FILE = "evaluation.json"
 """The run's :class:`EvaluationResult`, written into the output folder."""
@@ -217,7 +219,8 @@ def evaluate_replies(
             coordinate replies.
         model: the model's name in the records path (default: from the replies file's name).
         only_predicted: score only the ids in the file (every table note says so).
-        judge: one of :data:`JUDGES`; ``ollama`` needs ``judge_client`` (an ``OllamaJudge``).
+        judge: one of :data:`JUDGES`; ``ollama`` and ``openai`` need ``judge_client`` (an
+            ``OllamaJudge`` / ``OpenAIJudge``, not yet entered).
         tolerance_px: the oracle's ``off_by_pixels`` tolerance (default 8).
         model_input_size: for families answering in pixels of the resized model input:
             ``recorded`` (each reply's ``model_input_size``; required) or ``family`` (the family's
@@ -234,7 +237,7 @@ def evaluate_replies(
         EvaluateError: see the class; nothing is written.
         pointfail.benchmarks.BenchmarkError: the benchmark cannot be loaded; nothing is written.
         pointfail.replies.RepliesError: the replies file cannot be read; nothing is written.
-        pointfail.extras.MissingExtra: ``report`` without matplotlib/plotly; nothing is written.
+        pointfail.extras.MissingExtra: ``report`` without matplotlib; nothing is written.
         pointfail.judge.stage.StageBusy: another judge stage runs on the folder.
     """
     from pointfail.benchmarks import load as load_benchmark
@@ -244,8 +247,8 @@ def evaluate_replies(
     say = log or (lambda _m: None)
     if judge not in JUDGES:
         raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
-    if judge == "ollama" and judge_client is None:
-        raise EvaluateError("--judge ollama needs a judge client (OllamaJudge)")
+    if judge in ("ollama", "openai") and judge_client is None:
+        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
     if model_input_size not in ("recorded", "family"):
         raise EvaluateError(f"--model-input-size must be 'recorded' or 'family', got {model_input_size!r}")
     if frame is not None and frame not in COORDINATE_FRAMES:
@@ -422,7 +425,7 @@ def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, p
         note = None
         if misses:
             note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
-                    "pass --judge ollama --host URL to label them with a model judge") if not with_graphs else \
+                    "pass --judge ollama (or --judge openai) to label them with a model judge") if not with_graphs else \
                    "misses are not labeled (pending): --judge none"
         return None, None, note
     client = "oracle" if judge == "oracle" else judge_client

@@ -6,7 +6,7 @@ judges, containers, model weights, web rendering and OCR need more, grouped as t
 modules each extra brings (``tests/test_extras.py`` checks it against ``pyproject.toml``), so a
 feature asks for its extra by name before it writes anything::
 
-    require("report", "the report")      # raises MissingExtra when matplotlib or plotly is absent
+    require("report", "the report")      # raises MissingExtra when matplotlib is absent
 
 and the command line turns :class:`MissingExtra` into one line on standard error and exit status 2::
 
@@ -20,14 +20,16 @@ import importlib
 __all__ = ["EXTRAS", "MissingExtra", "extra_for_module", "require"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "judge": ("ollama", "httpx", "tenacity"),
-    "report": ("matplotlib", "plotly"),
+    "judge": ("ollama", "openai", "httpx", "tenacity"),
+    "served": ("openai", "httpx", "tenacity"),
+    "report": ("matplotlib",),
     "runner": ("docker",),
     "models": ("transformers", "torch"),
     "web": ("playwright",),
     "ocr": ("pytesseract",),
 }
-"""Extra name -> the top-level modules it makes importable (``httpx`` comes with ``ollama``)."""
+"""Extra name -> the top-level modules it makes importable (``httpx`` comes with ``ollama`` and
+``openai``). ``cli`` is ``report`` and ``judge`` together; ``tqdm`` is a base dependency."""
 
 
 class MissingExtra(ImportError):
@@ -50,7 +52,7 @@ class MissingExtra(ImportError):
 
 
 def extra_for_module(module: str) -> str | None:
-    """The extra that brings a module (``plotly.graph_objects`` -> ``report``), or ``None``."""
+    """The extra that brings a module (``matplotlib.pyplot`` -> ``report``), or ``None``."""
     top = module.split(".", 1)[0]
     for extra, mods in EXTRAS.items():
         if top in mods:

@@ -283,7 +283,7 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
 
     Raises:
         RecordError, AggregateError: as :func:`pointfail.aggregate.load_study`.
-        pointfail.extras.MissingExtra: matplotlib or plotly is not installed (nothing is written).
+        pointfail.extras.MissingExtra: matplotlib is not installed (nothing is written).
     """
     from pointfail.aggregate import build_tables
     from pointfail.extras import require

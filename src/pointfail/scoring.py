@@ -321,6 +321,9 @@ class ScoreResult(BaseModel):
         box: the box rule's scores for box tasks, else ``None``.
         flags / ignored / reason / truncated: the parse diagnostics.
         parse / geometry: the full ``ParseResult`` and ``Geometry`` (as stored in records).
+
+    Read it by attribute (``r.primary``) or by key as the source write-up does (``r["primary"]``,
+    ``r["inMask"]``): the keys are those of :meth:`to_dict` plus ``inMask``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -350,6 +353,34 @@ class ScoreResult(BaseModel):
         d = self.model_dump(mode="json", exclude={"parse", "geometry"})
         d["image_size"] = list(self.image_size)
         return d
+
+    @property
+    def inMask(self) -> bool:  # noqa: N802 - the write-up's name
+        """The write-up's ``inMask``: whether the primary point is in the target (``False``, not
+        ``None``, when there is no point)."""
+        return bool(self.in_target)
+
+    def keys(self) -> list[str]:
+        """The keys of the mapping view: those of :meth:`to_dict`, then ``inMask``."""
+        return [*self.to_dict(), "inMask"]
+
+    def __getitem__(self, key: str) -> Any:
+        """The mapping view the write-up reads results with (``result["primary"]``,
+        ``result["inMask"]``): the values of :meth:`to_dict` (JSON-ready: ``box`` is a dict there,
+        a :class:`~pointfail.records.BoxScore` as the attribute) plus ``inMask``.
+
+        Raises:
+            KeyError: a key that is not in :meth:`keys`.
+        """
+        if key == "inMask":
+            return self.inMask
+        d = self.to_dict()
+        if key not in d:
+            raise KeyError(key)
+        return d[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
 
 
 def _target_from_args(
@@ -399,7 +430,9 @@ def score_prediction(
         allow_rescale: accept a same-aspect mask of another size.
 
     Returns:
-        :class:`ScoreResult`.
+        :class:`ScoreResult`: attributes (``r.outcome``, ``r.primary``, ``r.in_target``) or, as the
+        write-up reads it, keys (``r["primary"]``, ``r["inMask"]``). :func:`scorePrediction` is this
+        function under the write-up's names.
 
     Raises:
         KeyError: unknown family.
@@ -468,22 +501,25 @@ def scorePrediction(  # noqa: N802 - the study's documented name
     imagePath: Optional[str | Path] = None,  # noqa: N803
     maskPath: Optional[str | Path] = None,  # noqa: N803
     **kw: Any,
-) -> dict[str, Any]:
-    """The study's documented call (pointfail-study.txt, "Running it")::
+) -> ScoreResult:
+    """:func:`score_prediction` under the name and argument names of the source write-up
+    (``shared/seeds/pointfail-study.txt``, "Running it"), whose call works exactly as written::
+
+        from pointfail import scorePrediction
 
         result = scorePrediction(family="molmo", rawText='<point x="50.0" y="50.0">mug</point>',
                                  imagePath="image.png", maskPath="mask.png")
         print(result["primary"], result["inMask"])
 
-    Extra keyword arguments: ``imageSize``, ``modelInputSize``, ``box`` (pixels, instead of
-    ``maskPath``), ``target``, ``task``, ``allowRescale`` (see :func:`score_prediction`).
+    It is the same function (the same parse, score and result): ``family`` -> ``family``, ``rawText``
+    -> ``raw_text``, ``imagePath`` -> ``image_path``, ``maskPath`` -> ``mask_path``, and the keyword
+    arguments ``imageSize``, ``modelInputSize``, ``box`` (pixels, instead of ``maskPath``),
+    ``target``, ``task``, ``allowRescale``. New code may call :func:`score_prediction` directly.
 
     Returns:
-        A plain dict: ``primary`` (normalized ``[x, y]`` or ``None``), ``inMask`` (bool: the primary
-        point is in the target; ``False`` when there is no point), ``outcome``, ``points``,
-        ``boxes``, ``flags``, ``ignored``, ``reason``, ``truncated``, ``distance_px``,
-        ``distance_norm``, ``box`` (box-task scores or ``None``), ``family``, ``frame``, ``task``,
-        ``image_size``.
+        The :class:`ScoreResult`, read as the write-up does (``result["primary"]``: the normalized
+        primary point ``[x, y]`` or ``None``; ``result["inMask"]``: whether it is in the target,
+        ``False`` when there is no point) or by attribute (``result.primary``, ``result.in_target``).
 
     Raises:
         TypeError: an unknown keyword argument. Otherwise as :func:`score_prediction`.
@@ -491,16 +527,13 @@ def scorePrediction(  # noqa: N802 - the study's documented name
     unknown = sorted(set(kw) - set(_CAMEL_KW))
     if unknown:
         raise TypeError(f"scorePrediction() got unexpected keyword argument(s): {', '.join(unknown)}")
-    res = score_prediction(
+    return score_prediction(
         family,
         rawText,
         image_path=imagePath,
         mask_path=maskPath,
         **{_CAMEL_KW[k]: v for k, v in kw.items()},
     )
-    d = res.to_dict()
-    d["inMask"] = bool(res.in_target)
-    return d
 
 
 # --------------------------------------------------------------------------- compliance diagnostic

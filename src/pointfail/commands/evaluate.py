@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from pointfail.commands._help import add_command
-from pointfail.commands.judge import FAILURE_MODES_TEXT, add_ollama_args
+from pointfail.commands.judge import FAILURE_MODES_TEXT, add_ollama_args, add_openai_args
 
 SHOW_PROBLEMS = 10
 """Problems printed one per line; all of them are in <out>/evaluation.json."""
@@ -34,7 +34,9 @@ does not have, and samples with no reply (recorded as errors) are counted and li
 With --only-predicted only the ids in the file are scored, and every table says so.
 
 Misses are labeled by the oracle judge where the benchmark has scene graphs (the
-generated suites: pointfail generate), otherwise with --judge ollama, or left pending.
+generated suites: pointfail generate), otherwise by a model judge (--judge ollama, or
+--judge openai --base-url URL --judge-model NAME for any OpenAI-compatible server), or
+left pending.
 {FAILURE_MODES_TEXT}
 
 Run it again on the same --out to continue: unchanged replies keep their verdicts,
@@ -68,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="the model's name in the records (default: the replies file's name)")
     p.add_argument("--only-predicted", action="store_true",
                    help="score only the samples with a reply in the file (every table note says so)")
-    p.add_argument("--judge", choices=("auto", "oracle", "ollama", "none"), default="auto",
+    p.add_argument("--judge", choices=("auto", "oracle", "ollama", "openai", "none"), default="auto",
                    help="who labels the misses; auto: the oracle where the benchmark has scene graphs, else none")
     p.add_argument("--tolerance-px", type=float,
                    help="oracle: a miss within this many pixels of the target is off_by_pixels (default: 8)")
@@ -78,8 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-report", action="store_true", help="do not draw the report figures")
     p.add_argument("--no-view", action="store_true", help="do not write the failure browser")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--concurrency", type=int, default=4, help="--judge ollama: requests in flight")
+    p.add_argument("--concurrency", type=int, default=4, help="model judges: requests in flight")
     add_ollama_args(p, model_flag="--judge-model")
+    add_openai_args(p)
     p.set_defaults(func=run)
 
 
@@ -92,19 +95,25 @@ def run(args: argparse.Namespace) -> int:
     from pointfail.replies import RepliesError
 
     client = None
-    if args.judge == "ollama":
-        from pointfail.commands.judge import judge_reachable, make_ollama
+    if args.judge in ("ollama", "openai"):
+        from pointfail.commands.judge import judge_reachable, make_ollama, make_openai
         from pointfail.extras import require
 
-        require("judge", "--judge ollama")
+        require("judge", f"--judge {args.judge}")
         if args.concurrency < 1:
             print("pointfail evaluate: --concurrency must be >= 1", file=sys.stderr)
             return 2
-        problem = judge_reachable(args.host)
+        if args.judge == "openai" and not (args.base_url and args.judge_model):
+            print("pointfail evaluate: --judge openai needs --base-url and --judge-model", file=sys.stderr)
+            return 2
+        problem = judge_reachable(args.base_url if args.judge == "openai" else args.host)
         if problem:
             print(f"pointfail evaluate: {problem}", file=sys.stderr)
             return 3
-        client = make_ollama(args, args.judge_model, args.concurrency)
+        if args.judge == "ollama":
+            client = make_ollama(args, args.judge_model, args.concurrency)
+        else:
+            client = make_openai(args, args.base_url, args.judge_model, args.api_key_env, args.concurrency)
     try:
         res = evaluate_replies(
             benchmark=args.benchmark, data_dir=args.data, replies=args.replies, out_dir=args.out,

@@ -29,7 +29,8 @@ def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> 
     ``args.judge_model``."""
     p.add_argument("--host", help="Ollama server URL (default: $OLLAMA_HOST, else http://127.0.0.1:11434)")
     p.add_argument(model_flag, dest="judge_model",
-                   help="judge model tag (default: the study's [judge] ollama_model, else gemma4:31b)")
+                   help="the judge model: an Ollama tag (default: the study's [judge] ollama_model, else "
+                   "gemma4:31b), or for --judge openai the served model's name (default: [judge] openai_model)")
     p.add_argument("--seed", type=int, default=_SEED, help="generation seed; attempt k uses seed + k - 1")
     p.add_argument("--num-ctx", type=int, default=_NUM_CTX, help="context size in tokens")
     p.add_argument("--num-predict", type=int, default=_NUM_PREDICT, help="reply length cap in tokens")
@@ -43,11 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``judge``, ``judge-one`` and ``judge-agreement`` subcommands."""
     p = add_command(
         subparsers, "judge",
-        help="label every miss in a study's records with a failure mode (oracle or Ollama judge)",
+        help="label every miss in a study's records with a failure mode (oracle or a model judge)",
         description=f"""\
 Label every miss in a study's records with a failure mode. The oracle judge reads
-the suite's scene graph (exact, no model needed); the Ollama judge shows a model the
-image with the target in green and the point in red and asks for one label.
+the suite's scene graph (exact, no model needed); a model judge (--judge ollama, or
+--judge openai for any OpenAI-compatible server such as vLLM) is shown the image with
+the target in green and the point in red and asked for one label.
 
 {FAILURE_MODES_TEXT}
 
@@ -71,10 +73,7 @@ to fill them in).""",
                    "(default: the study's [judge] oracle_tolerance_px, else 8)")
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
     add_ollama_args(p)
-    p.add_argument("--base-url", help="--judge openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
-                   "(default: study.toml [judge] openai_base_url)")
-    p.add_argument("--api-key-env", help="--judge openai: environment variable holding the API key "
-                   "(default: study.toml [judge] openai_api_key_env; none needed on loopback servers)")
+    add_openai_args(p)
     p.add_argument("--json", action="store_true", help="print the stage report as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_judge)
@@ -154,6 +153,27 @@ def make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: int
     )
 
 
+def make_openai(args: argparse.Namespace, base_url: str, model: str, api_key_env: Optional[str],
+                concurrency: int = 1) -> Any:
+    """An ``OpenAIJudge`` (any OpenAI-compatible server) from the options of :func:`add_ollama_args`
+    (seed, reply cap, timeout, retries, schema), not yet entered."""
+    from pointfail.judge.served import DEFAULT_OPTIONS as OPENAI_OPTIONS
+    from pointfail.judge.served import OpenAIJudge
+
+    options = dict(OPENAI_OPTIONS, seed=args.seed, max_tokens=args.num_predict)
+    return OpenAIJudge(model=model, base_url=base_url, api_key_env=api_key_env, options=options,
+                       concurrency=concurrency, timeout_s=args.timeout, transport_retries=args.transport_retries,
+                       use_schema=not args.no_schema)
+
+
+def add_openai_args(p: argparse.ArgumentParser) -> None:
+    """The options only ``--judge openai`` uses."""
+    p.add_argument("--base-url", help="--judge openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
+                   "(default: study.toml [judge] openai_base_url)")
+    p.add_argument("--api-key-env", help="--judge openai: environment variable holding the API key "
+                   "(default: study.toml [judge] openai_api_key_env; none needed on loopback servers)")
+
+
 def _judge(args: argparse.Namespace) -> int:
     from pointfail.judge.stage import StageBusy, judge_study
     from pointfail.records import RecordError
@@ -185,9 +205,6 @@ def _judge(args: argparse.Namespace) -> int:
         from pointfail.extras import require
 
         require("judge", "--judge openai")
-        from pointfail.judge.served import DEFAULT_OPTIONS as OPENAI_OPTIONS
-        from pointfail.judge.served import OpenAIJudge
-
         base_url = args.base_url or jcfg.get("openai_base_url")
         model = args.judge_model or jcfg.get("openai_model")
         if not base_url or not model:
@@ -198,10 +215,8 @@ def _judge(args: argparse.Namespace) -> int:
         if problem:
             print(f"pointfail judge: {problem}", file=sys.stderr)
             return 3
-        options = dict(OPENAI_OPTIONS, seed=args.seed, max_tokens=args.num_predict)
-        judge = OpenAIJudge(model=model, base_url=base_url, api_key_env=args.api_key_env or jcfg.get("openai_api_key_env"),
-                            options=options, concurrency=args.concurrency, timeout_s=args.timeout,
-                            transport_retries=args.transport_retries, use_schema=not args.no_schema)
+        judge = make_openai(args, base_url, model, args.api_key_env or jcfg.get("openai_api_key_env"),
+                            args.concurrency)
     try:
         report = judge_study(
             root,
