@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import re
 from pathlib import Path
 
@@ -124,9 +125,15 @@ def test_notebook_is_valid_and_committed() -> None:
 
 @pytest.mark.slow
 def test_notebook_runs_offline(toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import tempfile
+
     aggregate(toy)
     monkeypatch.setenv("POINTFAIL_STUDY", str(toy))
     monkeypatch.chdir(tmp_path)
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    monkeypatch.setitem(sys.modules, "IPython", None)  # plain Python: no IPython.display
     ns: dict = {}
     for cell in reproduce_notebook()["cells"]:
         if cell["cell_type"] == "code":
@@ -134,5 +141,49 @@ def test_notebook_runs_offline(toy: Path, tmp_path: Path, monkeypatch: pytest.Mo
     out = capsys.readouterr().out
     assert "MATCH" in out and "MISMATCH" not in out
     assert "alpha: n=10 hit=4 miss=4 no_prediction=2 errors=1 hit_rate=0.4" in out
-    assert (ns["OUT"] / "tables" / "SHA256SUMS").read_bytes() == (toy / "tables" / "SHA256SUMS").read_bytes()
-    assert all(p.is_file() for p in ns["figures"])
+    assert "# Failure composition" in out and "| model " in out  # tables printed as Markdown text
+    assert ns["files"]["SHA256SUMS"] == (toy / "tables" / "SHA256SUMS").read_bytes()
+    assert [p.name for p in ns["figures"]] == ["failure_profile.html", "failure_profile.png", "tolerance.png", "gallery.png"]
+    # no temporary directory is left behind
+    assert not ns["OUT"].exists() and list(scratch_root.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_notebook_renders_tables_as_tables(toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In Jupyter (IPython.display present) every table is displayed as Markdown, which Jupyter renders
+    as a table, and the figures as images."""
+    import tempfile
+    import types
+
+    aggregate(toy)
+    monkeypatch.setenv("POINTFAIL_STUDY", str(toy))
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    shown: list[tuple[str, str]] = []
+
+    class Obj:
+        def __init__(self, data=None, filename=None):
+            self.data, self.filename = data, filename
+
+    display_mod = types.ModuleType("IPython.display")
+    display_mod.Markdown = type("Markdown", (Obj,), {})
+    display_mod.HTML = type("HTML", (Obj,), {})
+    display_mod.Image = type("Image", (Obj,), {})
+    display_mod.display = lambda o: shown.append((type(o).__name__, o.data or Path(o.filename).name))
+    ipython = types.ModuleType("IPython")
+    ipython.display = display_mod
+    ipython.get_ipython = lambda: None  # matplotlib asks whether it runs in a kernel, and which version
+    ipython.version_info, ipython.__version__ = (8, 30, 0), "8.30.0"
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display_mod)
+    ns: dict = {}
+    for cell in reproduce_notebook()["cells"]:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), "reproduce.ipynb", "exec"), ns)
+    kinds = [k for k, _ in shown]
+    assert kinds == ["Markdown", "Markdown", "Image", "Image", "Image", "HTML"]
+    headline, composition = shown[0][1], shown[1][1]
+    assert headline.startswith("# Hit rate (%)") and "\n|" in headline
+    assert composition.startswith("# Failure composition") and "| model " in composition
+    assert list(scratch_root.iterdir()) == []

@@ -203,7 +203,21 @@ def _crop_box(r: Record, raster_bbox: Optional[tuple[int, int, int, int]]) -> tu
     return int(max(0, x0)), int(max(0, y0)), int(min(w, round(x1))), int(min(h, round(y1)))
 
 
-def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path, model: str) -> None:
+def example_picture(r: Record, study_dir: str | Path) -> tuple[Any, tuple[int, int, int, int], Optional[str]]:
+    """One record drawn as the gallery shows it: the image with the target tinted green and every
+    parsed point and box drawn (the primary point marked), and the part of it to show.
+
+    Args:
+        r: the record; its image and mask paths are resolved inside the checkout that holds
+            ``study_dir`` (``data/<study>/...``).
+        study_dir: the study directory.
+
+    Returns:
+        ``(picture, crop, note)``: the full-size RGB ``PIL.Image``; ``crop`` ``(x0, y0, x1, y1)`` in
+        pixels (the target's and the points' bounding box plus a margin, :func:`_crop_box`);
+        ``note`` says why the picture is a blank canvas (image not available: which command brings
+        it; unreadable image or mask), else ``None``.
+    """
     import numpy as np
     from PIL import Image
 
@@ -211,12 +225,7 @@ def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path, mode
     from pointfail.scoring import primary_point
     from pointfail.view.images import find_checkout, missing_image_hint, resolve_inside
 
-    ax.set_xticks([])
-    ax.set_yticks([])
-    if r is None:
-        ax.set_title(f"{slot}\n{model}", fontsize=9)
-        ax.text(0.5, 0.5, f"no {slot} for {model}", ha="center", va="center", transform=ax.transAxes, fontsize=9)
-        return
+    study_dir = Path(study_dir)
     w, h = r.image.width, r.image.height
     roots = [find_checkout(study_dir)]
     img_path = resolve_inside(r.image.path, roots)
@@ -242,7 +251,20 @@ def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path, mode
     if rows.size:
         cols = np.flatnonzero(raster.any(axis=0))
         bbox = (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
-    x0, y0, x1, y1 = _crop_box(r, bbox)
+    return pic, _crop_box(r, bbox), note
+
+
+def _draw_example(ax: Any, slot: str, r: Optional[Record], study_dir: Path, model: str) -> None:
+    import numpy as np
+
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if r is None:
+        ax.set_title(f"{slot}\n{model}", fontsize=9)
+        ax.text(0.5, 0.5, f"no {slot} for {model}", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+        return
+    w, h = r.image.width, r.image.height
+    pic, (x0, y0, x1, y1), note = example_picture(r, study_dir)
     ax.imshow(np.asarray(pic.crop((x0, y0, x1, y1))), extent=(x0, x1, y1, y0), interpolation="lanczos")
     ax.set_title(f"{slot} · {r.model}\n{r.benchmark} · {r.sample_id}", fontsize=9)
     for side in ax.spines.values():
@@ -320,9 +342,11 @@ def _cell(kind: str, source: str, idx: int) -> dict[str, Any]:
 def reproduce_notebook() -> dict[str, Any]:
     """The notebook ``notebooks/reproduce.ipynb`` (nbformat 4.5 JSON): from the committed records of a
     study it verifies the committed tables, regenerates every table and figure into a scratch
-    folder, and shows the headline table and the figures. Offline; no GPU; only pointfail and its
-    dependencies. The study is ``$POINTFAIL_STUDY`` or, by default, the first study under
-    ``records/``."""
+    folder, and shows the tables (rendered as tables in Jupyter, as Markdown text in plain Python)
+    and the figures; the last cell removes the scratch folder (a ``tempfile.TemporaryDirectory``, so
+    it is removed at the latest when the kernel exits). Offline; no GPU; only pointfail and its
+    dependencies (and Jupyter to open it). The study is ``$POINTFAIL_STUDY`` or, by default, the
+    first study under ``records/``."""
     cells = [
         ("markdown", """
 # pointfail: reproduce the tables and figures from committed records
@@ -330,12 +354,27 @@ def reproduce_notebook() -> dict[str, Any]:
 Everything below runs offline, without a GPU or model weights: it reads the per-sample records
 committed under `records/<study>/`, checks that they regenerate the committed tables byte for byte
 (`pointfail verify`), regenerates the tables and figures into a scratch folder (`pointfail aggregate`,
-`pointfail report`) and shows them. Set `POINTFAIL_STUDY` to choose a study directory.
+`pointfail report`) and shows them; the last cell removes the scratch folder. Set `POINTFAIL_STUDY`
+to choose a study directory.
 """),
         ("code", """
 import os
 import tempfile
 from pathlib import Path
+
+try:
+    from IPython.display import HTML, Image, Markdown, display
+except ImportError:  # plain Python: tables are printed as Markdown text, figures only written
+    display = None
+
+
+def show_table(markdown_text):
+    \"\"\"A pointfail table: rendered as a table in Jupyter, printed as Markdown elsewhere.\"\"\"
+    if display is not None:
+        display(Markdown(markdown_text))
+    else:
+        print(markdown_text)
+
 
 ROOT = Path.cwd() if (Path.cwd() / "records").is_dir() else Path.cwd().parent
 if os.environ.get("POINTFAIL_STUDY"):
@@ -343,7 +382,8 @@ if os.environ.get("POINTFAIL_STUDY"):
 else:
     from pointfail.aggregate import find_studies
     STUDY = find_studies(ROOT / "records")[0]
-OUT = Path(tempfile.mkdtemp(prefix="pointfail-notebook-"))
+SCRATCH = tempfile.TemporaryDirectory(prefix="pointfail-notebook-")
+OUT = Path(SCRATCH.name)
 print("study:", STUDY)
 print("scratch:", OUT)
 """),
@@ -355,7 +395,7 @@ result = verify(STUDY)
 print("MATCH" if result.ok else "MISMATCH:\\n" + "\\n".join(result.problems))
 for name, diff in sorted(result.diffs.items()):
     print(diff)
-print(result.headline)
+show_table(result.headline)
 """),
         ("markdown", "## 2. Regenerate every table"),
         ("code", """
@@ -369,23 +409,24 @@ summary = json.loads(files["summary.json"])
 for model, s in sorted(summary["models"].items()):
     p = s["pooled"]
     print(f"{model}: n={p['n']} hit={p['hit']} miss={p['miss']} no_prediction={p['no_prediction']} errors={p['errors']} hit_rate={p['hit_rate']}")
-print(files["failure_composition.md"].decode())
+show_table(files["failure_composition.md"].decode())
 """),
         ("markdown", "## 3. Figures: failure profile, tolerance curves, gallery"),
         ("code", """
 from pointfail.report import make_report
 
 figures = make_report(STUDY, OUT / "report")
-print("\\n".join(str(p) for p in figures))
-try:
-    from IPython.display import HTML, Image, display
-except ImportError:  # plain Python: the files are written, nothing to display
-    display = None
+print("\\n".join(str(p.relative_to(OUT)) for p in figures))
 if display is not None:
     for p in figures:
         if p.suffix == ".png":
             display(Image(filename=str(p)))
     display(HTML(filename=str(figures[0])))
+"""),
+        ("markdown", "## 4. Clean up: the scratch folder goes; what is shown above stays in the notebook"),
+        ("code", """
+SCRATCH.cleanup()
+print("removed", OUT)
 """),
     ]
     return {
