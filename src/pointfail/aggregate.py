@@ -38,6 +38,9 @@ Counting rules (``shared/seeds/pointfail-study.txt``, "Computing the metrics"):
 Bootstrap settings: ``[aggregate] bootstrap_seed`` (default 0) and ``bootstrap_resamples`` (default
 1000) in ``records/<study>/study.toml``, when present; both are printed in the tables' notes and in
 ``summary.json``.
+``[aggregate] notes`` (a list of strings, default none) are added to every table's notes and to
+``summary.json``: what the records cover when that is not the whole benchmark (``pointfail evaluate
+--only-predicted`` writes it).
 
 Determinism: files are read in sorted path order, every group is a dict keyed by strings and every
 output row is sorted by explicit keys; bootstrap seeds derive from the study seed and the cell's
@@ -206,6 +209,12 @@ class Study:
     @property
     def bootstrap_resamples(self) -> int:
         return int(self.config.get("bootstrap_resamples", DEFAULT_BOOTSTRAP_RESAMPLES))
+
+    @property
+    def notes(self) -> list[str]:
+        """``[aggregate] notes``: notes every table of the study carries after its own (what the
+        records cover, e.g. ``pointfail evaluate --only-predicted``'s scope); empty by default."""
+        return [str(n) for n in self.config.get("notes", [])]
 
 
 def records_files(study_dir: str | Path) -> list[Path]:
@@ -441,7 +450,7 @@ def _t_headline(study: Study, comp: Computed) -> dict[str, bytes]:
         f"resamples, seed {study.bootstrap_seed}; pooled intervals resample each benchmark's images apart.",
     ]
     return {
-        "headline.md": render_md(f"Hit rate (%): {study.name}", notes, [(None, ["model", *cols], rows_md)]),
+        "headline.md": render_md(f"Hit rate (%): {study.name}", notes + study.notes, [(None, ["model", *cols], rows_md)]),
         "headline.csv": render_csv(["model", "benchmark", "n", "hit", "hit_rate_pct", "ci95_low_pct", "ci95_high_pct"], rows_csv),
     }
 
@@ -455,7 +464,7 @@ def _t_outcomes(study: Study, comp: Computed) -> dict[str, bytes]:
         rows.append([m, b, str(c.n), str(c.hit), str(c.miss), str(c.no_prediction), str(c.error), fmt_pct(c.hit, c.n), lo, hi, fmt_pct(c.no_prediction, c.n)])
     notes = [ERROR_NOTE, "Rates are % of n, rounded once to 0.1 (half to even).", "`pooled` sums raw counts."]
     return {
-        "outcomes.md": render_md(f"Outcomes: {study.name}", notes, [(None, headers, rows)]),
+        "outcomes.md": render_md(f"Outcomes: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "outcomes.csv": render_csv(headers, rows),
     }
 
@@ -480,7 +489,7 @@ def _t_failures(study: Study, comp: Computed) -> dict[str, bytes]:
         ERROR_NOTE,
     ]
     return {
-        "failure_composition.md": render_md(f"Failure composition: {study.name}", notes, [(None, headers, rows)]),
+        "failure_composition.md": render_md(f"Failure composition: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "failure_composition.csv": render_csv(headers, rows),
     }
 
@@ -594,7 +603,7 @@ def _t_breakdowns(study: Study, comp: Computed) -> dict[str, bytes]:
         ERROR_NOTE,
     ]
     return {
-        "breakdowns.md": render_md(f"Breakdowns: {study.name}", notes, sections),
+        "breakdowns.md": render_md(f"Breakdowns: {study.name}", notes + study.notes, sections),
         "breakdowns.csv": render_csv(headers, csv_rows),
     }
 
@@ -619,7 +628,7 @@ def _t_pointing(study: Study, comp: Computed) -> dict[str, bytes]:
         ERROR_NOTE,
     ]
     return {
-        "pointing.md": render_md(f"Pointing accuracy: {study.name}", notes, [(None, headers, rows)]),
+        "pointing.md": render_md(f"Pointing accuracy: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "pointing.csv": render_csv(headers, rows),
     }
 
@@ -651,7 +660,7 @@ def _t_tolerance(study: Study, comp: Computed) -> dict[str, bytes]:
         ERROR_NOTE,
     ]
     return {
-        "tolerance.md": render_md(f"Tolerance curve: {study.name}", notes, [(None, ["model", "benchmark", *[f"t={t}" for t in TOLERANCE_MD_COLUMNS]], md_rows)]),
+        "tolerance.md": render_md(f"Tolerance curve: {study.name}", notes + study.notes, [(None, ["model", "benchmark", *[f"t={t}" for t in TOLERANCE_MD_COLUMNS]], md_rows)]),
         "tolerance.csv": render_csv(["model", "benchmark", "t_px", "hits_within_t", "n", "rate_pct"], csv_rows),
     }
 
@@ -688,9 +697,9 @@ def _t_box(study: Study, comp: Computed) -> dict[str, bytes]:
         "missed_a_present_referent (referent present, no box given). unanswered = infrastructure errors, excluded.",
     ]
     return {
-        "box_outcomes.md": render_md(f"Box outcomes: {study.name}", notes, [(None, headers, rows)]),
+        "box_outcomes.md": render_md(f"Box outcomes: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "box_outcomes.csv": render_csv(headers, rows),
-        "grounding.md": render_md(f"Grounding accuracy (IoU sweep): {study.name}", g_notes, [(None, g_headers, g_rows)]),
+        "grounding.md": render_md(f"Grounding accuracy (IoU sweep): {study.name}", g_notes + study.notes, [(None, g_headers, g_rows)]),
         "grounding.csv": render_csv(g_headers, g_rows),
     }
 
@@ -715,7 +724,7 @@ def _t_absent(study: Study, comp: Computed) -> dict[str, bytes]:
         "unanswered: infrastructure errors, excluded from n_absent.",
     ]
     return {
-        "absent.md": render_md(f"Absent referents: {study.name}", notes, [(None, headers, rows)]),
+        "absent.md": render_md(f"Absent referents: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "absent.csv": render_csv(headers, rows),
     }
 
@@ -739,7 +748,7 @@ def _t_official(study: Study, comp: Computed) -> dict[str, bytes]:
         ERROR_NOTE,
     ]
     return {
-        "official.md": render_md(f"Official-rule scores: {study.name}", notes, [(None, headers, rows)]),
+        "official.md": render_md(f"Official-rule scores: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "official.csv": render_csv(headers, rows),
     }
 
@@ -775,7 +784,7 @@ def _t_pairwise(study: Study, comp: Computed) -> dict[str, bytes]:
         "primary points in normalized image units (0 = same point), over samples where both gave a point.",
     ]
     return {
-        "pairwise.md": render_md(f"Paired comparisons: {study.name}", notes, [(None, headers, rows)]),
+        "pairwise.md": render_md(f"Paired comparisons: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "pairwise.csv": render_csv(headers, rows),
     }
 
@@ -800,7 +809,7 @@ def _t_judge_agreement(study: Study, comp: Computed) -> dict[str, bytes]:
                          fmt_pct(a["agree"], a["n_labeled"]), str(a["abstentions"]), str(a["unavailable"])])
     notes = ["Agreement of each further judge with the study's primary judge on the same misses: % of misses both labeled that got the same label."]
     return {
-        "judge_agreement.md": render_md(f"Judge agreement: {study.name}", notes, [(None, headers, rows)]),
+        "judge_agreement.md": render_md(f"Judge agreement: {study.name}", notes + study.notes, [(None, headers, rows)]),
         "judge_agreement.csv": render_csv(headers, rows),
     }
 
@@ -838,6 +847,8 @@ def _summary(study: Study, comp: Computed) -> dict[str, bytes]:
             for m in comp.models
         },
     }
+    if study.notes:  # only when a study has them, so other studies' summaries keep their bytes
+        out["notes"] = study.notes
     return {"summary.json": render_json(out)}
 
 
