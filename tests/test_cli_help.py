@@ -77,7 +77,7 @@ def test_help_is_plain_text_with_an_example_that_parses(capsys, cmd):
 
 def test_defaults_are_shown(capsys):
     text = _help(capsys, ["judge", "--help"])
-    assert re.search(r"--concurrency CONCURRENCY\s+Ollama requests in flight \(default: 4\)", text)
+    assert re.search(r"--concurrency CONCURRENCY\s+judge requests in flight \(default: 4\)", text)
     assert "(default: None)" not in text and "(default: False)" not in text
     text = _help(capsys, ["score", "--help"])
     assert "(default: point)" in text
