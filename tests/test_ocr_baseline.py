@@ -198,3 +198,25 @@ def test_paragraphs_split_at_first_line_indents():
     assert firsts == ["Three", "Could"] and [len(p) for p in paras] == [2, 2], [[w.text for ln in p for w in ln] for p in paras]
     box = ocr.point_to(img, 'Draw a box around the whole paragraph starting with "Three".', task="box").box
     assert box[0] <= 41 and box[1] <= 22 and box[3] >= 20 + 24 + 14 and box[3] < 20 + 48, box
+
+
+def test_absent_quoted_text_is_declined_in_the_json_pixels_convention():
+    """With the decline sentence in the prompt (a row whose referent may be absent), a quoted phrase
+    that OCR finds nowhere is answered with the convention's null location, read as a decline; the
+    sentence itself (which quotes JSON) is not taken for the target."""
+    from PIL import Image
+
+    from pointfail.baselines.ocr import point_to
+    from pointfail.families import get_family
+
+    blank = Image.new("RGB", (320, 200), "white")
+    fam = get_family("ocr")
+    told = fam.prompt('Click the cell that shows "Paid".', "point", absent_possible=True)
+    ans = point_to(blank, told, task="point", words=[])
+    assert ans.text == '{"point": null}' and ans.rule == "not_found"
+    assert fam.parse(ans.text, (320, 200)).reason == "declined"
+    box = point_to(blank, fam.prompt('Click the cell that shows "Paid".', "box", absent_possible=True), task="box", words=[])
+    assert box.text == '{"bbox": null}'
+    # without the decline sentence the baseline says in words that it found nothing
+    plain = point_to(blank, fam.prompt('Click the cell that shows "Paid".', "point"), task="point", words=[])
+    assert plain.text.startswith("ocr baseline: quoted text not found")

@@ -300,11 +300,12 @@ _TASK_PREFIX = re.compile(r"^\s*(?:point|bounding-box|box)\s+task:\s*", re.I)
 
 def core_instruction(prompt: str) -> str:
     """The task instruction inside a prompt: PointerBench's json_pixels system prompt (the ``ocr``
-    family's wrapper) and the ``Point task:`` / ``Bounding-box task:`` label are removed; any other
-    text is returned stripped, unchanged."""
-    from pointfail.families.json_pixels import SYSTEM_PROMPT
+    family's wrapper), the ``Point task:`` / ``Bounding-box task:`` label and the family's decline
+    sentence (rows whose referent may be absent) are removed; any other text is returned stripped,
+    unchanged."""
+    from pointfail.families.json_pixels import SYSTEM_PROMPT, JsonPixels
 
-    text = prompt.replace(SYSTEM_PROMPT, "").strip()
+    text = prompt.replace(SYSTEM_PROMPT, "").replace(JsonPixels.decline_prompt, "").strip()
     if "\n\n" in text and _TASK_PREFIX.search(text.rsplit("\n\n", 1)[1]):
         text = text.rsplit("\n\n", 1)[1]
     return _TASK_PREFIX.sub("", text).strip()
@@ -1086,12 +1087,17 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
 
     ``instruction`` may be the whole prompt of the ``ocr`` family (see :func:`core_instruction`).
     Returns an :class:`OcrAnswer` whose ``text`` is ``{"point": [x, y]}`` (point tasks) or
-    ``{"bbox": [x0, y0, x1, y1]}`` (box tasks), pixels of the original image, one decimal; or
-    ``"ocr baseline: <why>"`` with no coordinates. ``words``: OCR words of ``image`` when already
+    ``{"bbox": [x0, y0, x1, y1]}`` (box tasks), pixels of the original image, one decimal; when a
+    quoted phrase is not found and the prompt says how to decline (the referent may be absent), the
+    convention's decline ``{"point": null}`` / ``{"bbox": null}``; otherwise ``"ocr baseline: <why>"``
+    with no coordinates. ``words``: OCR words of ``image`` when already
     read; ``langs``: every language the baseline may read (``eng`` first, the rest when a quoted
     phrase is not found); ``cache``: a dict reused across calls on the same image (keeps the words
     and the spreadsheet grid; the module's OCR cache works without it).
     """
+    from pointfail.families.json_pixels import JsonPixels
+
+    may_decline = JsonPixels.decline_prompt in instruction
     instruction = core_instruction(instruction)
     cache = {} if cache is None else cache
     first = langs.split("+")[0]
@@ -1135,6 +1141,8 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
             box = _pad_box(box, rule, words, 0.3)
         return _answer(pt, box, rule, task)
     if quoted(instruction):
+        if may_decline:  # the prompt says how to decline: the json_pixels convention's null location
+            return OcrAnswer(None, None, "not_found", json.dumps({"bbox" if task == "box" else "point": None}))
         return OcrAnswer(None, None, "not_found", "ocr baseline: quoted text not found in the screenshot")
     return OcrAnswer(None, None, "unreadable", "ocr baseline: no rule reads this instruction")
 
