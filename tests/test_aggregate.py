@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional
 
@@ -256,7 +257,7 @@ def test_breakdowns_by_axis_and_area_quartile(toy: Path) -> None:
 
 def test_area_quartiles_ties() -> None:
     rows = [row_from_record(rec("m", "b", f"s{i}", "hit", area=a)) for i, a in enumerate([5, 5, 5, 5, 9, 9, 100, 200])]
-    assign, ranges = area_quartiles(rows)
+    assign, ranges = area_quartiles({r.sample_id: r.area_px for r in rows})
     # sorted 5 5 5 5 9 9 100 200, N = 8: q1 = s[1] = 5, q2 = s[3] = 5, q3 = s[5] = 9
     assert ranges == [(1, 5.0, 5.0), (3, 9.0, 9.0), (4, 100.0, 200.0)]
     assert assign["s6"] == 4 and assign["s0"] == 1
@@ -375,3 +376,66 @@ def test_study_toml_bootstrap_settings(toy: Path) -> None:
     files = aggregate(toy)
     assert json.loads(files["summary.json"])["bootstrap"] == {"seed": 3, "resamples": 200, "level": 0.95, "cluster": "image"}
     assert "200 resamples, seed 3" in files["headline.md"].decode()
+
+
+def test_registry_a_new_builder_adds_a_table_without_touching_the_others(toy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Extending the registry: one class, registered, folds rows and returns rows + column specs;
+    the rendering (Markdown, CSV, SHA256SUMS) comes from pointfail.tables."""
+    from pointfail.aggregate import registry
+    from pointfail.tables import Table, count, text
+
+    before = build_tables(load_study(toy))
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+
+    @registry.register
+    class Tasks(registry.TableBuilder):
+        name = "tasks"
+
+        def __init__(self) -> None:
+            self.n: dict[str, int] = {}
+
+        def add(self, row, sample):  # type: ignore[no-untyped-def]
+            self.n[row.model] = self.n.get(row.model, 0) + 1
+
+        def tables(self, study):  # type: ignore[no-untyped-def]
+            rows = [[m, self.n[m]] for m in sorted(self.n)]
+            return [Table("tasks", f"Records per model: {study.name}", ["a note"], [text("model"), count("records")], rows)]
+
+    files = build_tables(load_study(toy))
+    assert files["tasks.csv"] == b"model,records\nalpha,11\nbeta,11\n"
+    assert files["tasks.md"].decode().startswith("# Records per model: toy\n\n- a note\n")
+    assert {k: v for k, v in files.items() if k not in ("tasks.csv", "tasks.md", "SHA256SUMS")} == {
+        k: v for k, v in before.items() if k != "SHA256SUMS"
+    }
+    assert b"  tasks.csv\n" in files["SHA256SUMS"]
+
+
+def test_a_second_builder_with_the_same_name_is_refused() -> None:
+    from pointfail.aggregate import registry
+
+    class Again(registry.TableBuilder):
+        name = "headline"
+
+    with pytest.raises(ValueError, match="two table builders named 'headline'"):
+        registry.register(Again)
+
+
+def test_pooled_folds_merge_the_benchmark_cells() -> None:
+    from pointfail.aggregate.counting import with_pooled
+    from pointfail.metrics import ExactSum
+
+    a, b, c = ExactSum(), ExactSum(), ExactSum()
+    a.extend([0.25, 0.5])
+    b.add(1.0)
+    c.add(2.0)
+    out = with_pooled({("m", "x"): a, ("m", "y"): b, ("n", "x"): c}, ExactSum)
+    assert out[("m", "pooled")].value() == Fraction(7, 4) and out[("m", "pooled")].count == 3
+    assert out[("n", "pooled")].value() == 2
+
+
+def test_duplicate_sample_in_one_file_names_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "st" / "m" / "b.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_text(rec("m", "b", "s1", "hit").to_json() * 2, encoding="utf-8")
+    with pytest.raises(AggregateError, match=r"duplicate sample 's1' for model 'm' on 'b' \(also in .*b\.jsonl\)"):
+        load_study(tmp_path / "st")

@@ -140,3 +140,26 @@ def test_committed_schema_matches_the_model():
     assert json.loads(committed.read_text()) == record_json_schema(), (
         "regenerate src/pointfail/schema/record.schema.json from pointfail.records.record_json_schema()"
     )
+
+
+def test_one_discovery_rule_two_levels_no_tables_reports_or_hidden(tmp_path):
+    from pointfail.records import records_files
+
+    st = tmp_path / "st"
+    for rel in ("m/b.jsonl", "m/a.jsonl", "n/b.jsonl", "tables/x.jsonl", "report/x.jsonl", ".hidden/x.jsonl",
+                "m/.b.jsonl.tmp.jsonl", "m/deeper/c.jsonl", "top.jsonl"):
+        p = st / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("")
+    assert [str(p.relative_to(st)) for p in records_files(st)] == ["m/a.jsonl", "m/b.jsonl", "n/b.jsonl"]
+    assert records_files(tmp_path / "missing") == []
+
+
+def test_iter_records_streams_with_line_numbers(tmp_path):
+    from pointfail.records import enumerate_records, iter_records
+
+    p = tmp_path / "r.jsonl"
+    recs = [make_record(sample_id=s) for s in ("a", "b")]
+    p.write_text(recs[0].to_json() + "\n  \n" + recs[1].to_json(), encoding="utf-8")
+    assert [(i, r.sample_id) for i, r in enumerate_records(p)] == [(1, "a"), (4, "b")]  # line 2 empty, line 3 blanks
+    assert [r.sample_id for r in iter_records(p)] == ["a", "b"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pointfail.aggregate import aggregate, compute, load_study
+from pointfail.aggregate import aggregate, load_study
 from pointfail.cli import main
 from pointfail.records import write_records
 from pointfail.report import NOTEBOOK_PATH, SEGMENTS, gallery_examples, profile_counts, reproduce_notebook
@@ -25,7 +25,7 @@ def toy(tmp_path: Path) -> Path:
 
 
 def test_profile_counts_add_up(toy: Path) -> None:
-    bars = {(m, b): (seg, n) for m, b, seg, n in profile_counts(compute(load_study(toy)))}
+    bars = {(m, b): (seg, n) for m, b, seg, n in profile_counts(load_study(toy).counts)}
     seg, n = bars[("alpha", "b2")]
     # alpha/b2: hit 1, wrong_instance 1, unlabeled 1, judge_unavailable 1, no_prediction 2 (error excluded)
     assert n == 6 and {k: v for k, v in seg.items() if v} == {

@@ -156,3 +156,28 @@ def test_records_root_skips_studies_without_records(tmp_path: Path, capsys: pyte
     # named explicitly, a study without records is an error
     assert main(["verify", str(tmp_path / "records" / "planned")]) == 1
     assert "no records files" in capsys.readouterr().out
+
+
+class _NoMisses:
+    """A record check for the test below: every miss is a problem."""
+
+    def __init__(self, study_dir: Path) -> None:
+        self.found: list[str] = []
+
+    def observe(self, record, path, line) -> None:  # type: ignore[no-untyped-def]
+        if record.outcome == "miss":
+            self.found.append(f"{path.name}:{line}: {record.sample_id} is a miss")
+
+    def problems(self) -> list[str]:
+        return self.found
+
+
+def test_verify_runs_further_record_checks_in_the_same_scan(study: Path) -> None:
+    aggregate(study)
+    assert verify(study).ok
+    res = verify(study, checks=["test_verify:_NoMisses"])
+    assert not res.ok and res.checks == ["test_verify:_NoMisses"]
+    # alpha/b1 has one miss (s4, line 4), alpha/b2 three (t2..t4), beta/b2 one (t7)
+    assert res.problems == ["b1.jsonl:4: s4 is a miss", "b2.jsonl:2: t2 is a miss", "b2.jsonl:3: t3 is a miss",
+                            "b2.jsonl:4: t4 is a miss", "b2.jsonl:7: t7 is a miss"]
+    assert res.diffs == {}

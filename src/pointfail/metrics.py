@@ -34,26 +34,93 @@ TOLERANCES_PX: tuple[int, ...] = tuple(range(51))
 """Tolerance curve abscissa: t = 0, 1, ..., 50 pixels of the original image (issue 6)."""
 
 
-def exact_sum(values: Iterable[float]) -> Fraction:
-    """Exact sum of finite floats as a :class:`Fraction` (order-independent, no rounding).
+class ExactSum:
+    """A running exact sum of finite floats: a fold, one value at a time, in constant memory (the
+    integer numerator over a power-of-two denominator grows with the values' exponents only).
 
-    Raises:
-        ValueError: on NaN or infinity.
+    >>> acc = ExactSum()
+    >>> for v in (0.5, 0.125, 3.0):
+    ...     acc.add(v)
+    >>> acc.value(), acc.count, acc.mean()
+    (Fraction(29, 8), 3, Fraction(29, 24))
+
+    The result is the exact rational sum of the binary floats, independent of their order
+    (``0.1 + 0.2`` sums the two doubles exactly, not the decimals).
     """
-    num_by_shift: list[tuple[int, int]] = []
-    max_shift = 0
-    for v in values:
+
+    __slots__ = ("_num", "_shift", "count")
+
+    def __init__(self) -> None:
+        self._num = 0
+        self._shift = 0
+        self.count = 0
+
+    def add(self, v: float) -> None:
+        """Add one value.
+
+        Raises:
+            ValueError: on NaN or infinity.
+        """
         if not math.isfinite(v):
             raise ValueError(f"non-finite value {v!r}")
         n, d = float(v).as_integer_ratio()  # d is a power of two
         shift = d.bit_length() - 1
-        num_by_shift.append((n, shift))
-        if shift > max_shift:
-            max_shift = shift
-    total = 0
-    for n, shift in num_by_shift:
-        total += n << (max_shift - shift)
-    return Fraction(total, 1 << max_shift)
+        if shift > self._shift:
+            self._num <<= shift - self._shift
+            self._shift = shift
+        self._num += n << (self._shift - shift)
+        self.count += 1
+
+    def extend(self, values: Iterable[float]) -> "ExactSum":
+        """Add many values at once (one shift of the total, not one per value). Returns ``self``.
+
+        Raises:
+            ValueError: on NaN or infinity.
+        """
+        parts: list[tuple[int, int]] = []
+        top = self._shift
+        for v in values:
+            if not math.isfinite(v):
+                raise ValueError(f"non-finite value {v!r}")
+            n, d = float(v).as_integer_ratio()  # d is a power of two
+            shift = d.bit_length() - 1
+            parts.append((n, shift))
+            if shift > top:
+                top = shift
+        total = self._num << (top - self._shift)
+        for n, shift in parts:
+            total += n << (top - shift)
+        self._num, self._shift = total, top
+        self.count += len(parts)
+        return self
+
+    def merge(self, other: "ExactSum") -> None:
+        """Add another running sum (exactly)."""
+        if other._shift > self._shift:
+            self._num <<= other._shift - self._shift
+            self._shift = other._shift
+        self._num += other._num << (self._shift - other._shift)
+        self.count += other.count
+
+    def value(self) -> Fraction:
+        """The exact sum so far (0 for no values)."""
+        return Fraction(self._num, 1 << self._shift)
+
+    def mean(self) -> Optional[Fraction]:
+        """The exact mean so far, ``None`` for no values."""
+        return self.value() / self.count if self.count else None
+
+
+def exact_sum(values: Iterable[float]) -> Fraction:
+    """Exact sum of finite floats as a :class:`Fraction` (order-independent, no rounding).
+
+    >>> exact_sum([0.5, 0.25, 1])
+    Fraction(7, 4)
+
+    Raises:
+        ValueError: on NaN or infinity.
+    """
+    return ExactSum().extend(values).value()
 
 
 def exact_mean(values: Sequence[float]) -> Optional[Fraction]:
@@ -92,29 +159,60 @@ def pointing_accuracy(items: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         a known distance): averaging over hits as well "would mostly measure how large the objects
         are, not how badly the model missed"; ``None`` when there are no such misses.
     """
-    n = hits = misses = no_point = 0
-    dists: list[float] = []
+    acc = PointingCounts()
     for it in items:
-        n += 1
-        r = it.get("in_region")
-        if r is True:
-            hits += 1
-        elif r is False:
-            misses += 1
-            d = it.get("distance")
-            if d is not None:
-                dists.append(float(d))
+        acc.add(it.get("in_region"), it.get("distance"))
+    return acc.result()
+
+
+class PointingCounts:
+    """The fold behind :func:`pointing_accuracy`: add one sample at a time, read the result at the end.
+
+    >>> acc = PointingCounts()
+    >>> acc.add(True, 0.0); acc.add(False, 0.25); acc.add(None, None)
+    >>> r = acc.result()
+    >>> r["point_in_region"], r["mean_miss_distance"]
+    (Fraction(1, 3), Fraction(1, 4))
+    """
+
+    __slots__ = ("n", "hits", "misses", "no_point", "miss_distance")
+
+    def __init__(self) -> None:
+        self.n = self.hits = self.misses = self.no_point = 0
+        self.miss_distance = ExactSum()
+
+    def add(self, in_region: Optional[bool], distance: Optional[float]) -> None:
+        """One sample: ``in_region`` ``True`` (hit), ``False`` (a point outside; ``distance`` from it
+        to the region, ``None`` when unknown) or ``None`` (no point)."""
+        self.n += 1
+        if in_region is True:
+            self.hits += 1
+        elif in_region is False:
+            self.misses += 1
+            if distance is not None:
+                self.miss_distance.add(float(distance))
         else:
-            no_point += 1
-    return {
-        "n": n,
-        "n_hits": hits,
-        "n_misses": misses,
-        "n_no_point": no_point,
-        "point_in_region": Fraction(hits, n) if n else None,
-        "mean_miss_distance": exact_mean(dists),
-        "n_miss_distances": len(dists),
-    }
+            self.no_point += 1
+
+    def merge(self, other: "PointingCounts") -> None:
+        """Add another fold's samples."""
+        self.n += other.n
+        self.hits += other.hits
+        self.misses += other.misses
+        self.no_point += other.no_point
+        self.miss_distance.merge(other.miss_distance)
+
+    def result(self) -> dict[str, Any]:
+        """The mapping :func:`pointing_accuracy` returns."""
+        return {
+            "n": self.n,
+            "n_hits": self.hits,
+            "n_misses": self.misses,
+            "n_no_point": self.no_point,
+            "point_in_region": Fraction(self.hits, self.n) if self.n else None,
+            "mean_miss_distance": self.miss_distance.mean(),
+            "n_miss_distances": self.miss_distance.count,
+        }
 
 
 def grounding_accuracy(
@@ -140,44 +238,79 @@ def grounding_accuracy(
         items are excluded from every denominator. ``accuracy`` is a Fraction or ``None``.
         Threshold keys are ``"0.25"``, ``"0.5"``, ``"0.75"``, ``"0.9"`` (``str(float(t))``).
     """
-    ths = [Fraction(t) if not isinstance(t, float) else Fraction(str(t)) for t in thresholds]
-    counts = [0] * len(ths)
-    n_scored = declined = halluc = missed = unanswered = 0
+    acc = GroundingCounts(thresholds)
     for it in items:
-        if not it.get("answered", True):
-            unanswered += 1
-            continue
-        t_abs = bool(it.get("truth_absent"))
-        p_abs = bool(it.get("prediction_absent"))
-        if t_abs:
-            if p_abs:
-                declined += 1
+        acc.add(it.get("iou"), truth_absent=bool(it.get("truth_absent")),
+                prediction_absent=bool(it.get("prediction_absent")), answered=it.get("answered", True))
+    return acc.result()
+
+
+class GroundingCounts:
+    """The fold behind :func:`grounding_accuracy`: add one expression at a time, read the result at
+    the end (same arguments and result as the function).
+
+    >>> acc = GroundingCounts()
+    >>> acc.add(0.6); acc.add(0.3); acc.add(None, truth_absent=True, prediction_absent=True)
+    >>> r = acc.result()
+    >>> r["n_scored"], r["at"]["0.5"]["hits"], r["correctly_declined"]
+    (2, 1, 1)
+    """
+
+    __slots__ = ("_ths", "_counts", "n_scored", "declined", "halluc", "missed", "unanswered")
+
+    def __init__(self, thresholds: Sequence[Fraction | float] = IOU_THRESHOLDS) -> None:
+        self._ths = [Fraction(t) if not isinstance(t, float) else Fraction(str(t)) for t in thresholds]
+        self._counts = [0] * len(self._ths)
+        self.n_scored = self.declined = self.halluc = self.missed = self.unanswered = 0
+
+    def add(self, iou: Optional[float], *, truth_absent: bool = False, prediction_absent: bool = False,
+            answered: bool = True) -> None:
+        """One expression (see :func:`grounding_accuracy` for the meaning of each argument)."""
+        if not answered:
+            self.unanswered += 1
+            return
+        if truth_absent:
+            if prediction_absent:
+                self.declined += 1
             else:
-                halluc += 1
-            continue
-        if p_abs:
-            missed += 1
-            continue
-        iou = it.get("iou")
-        n_scored += 1
+                self.halluc += 1
+            return
+        if prediction_absent:
+            self.missed += 1
+            return
+        self.n_scored += 1
         if iou is None:
-            continue
+            return
         fi = Fraction(float(iou))
-        for k, t in enumerate(ths):
+        for k, t in enumerate(self._ths):
             if fi >= t:
-                counts[k] += 1
-    at = {
-        str(float(t)): {"hits": c, "accuracy": Fraction(c, n_scored) if n_scored else None}
-        for t, c in zip(ths, counts)
-    }
-    return {
-        "n_scored": n_scored,
-        "at": at,
-        "correctly_declined": declined,
-        "hallucinated_a_location": halluc,
-        "missed_a_present_referent": missed,
-        "unanswered": unanswered,
-    }
+                self._counts[k] += 1
+
+    def merge(self, other: "GroundingCounts") -> None:
+        """Add another fold's expressions (same thresholds)."""
+        for k, c in enumerate(other._counts):
+            self._counts[k] += c
+        self.n_scored += other.n_scored
+        self.declined += other.declined
+        self.halluc += other.halluc
+        self.missed += other.missed
+        self.unanswered += other.unanswered
+
+    def result(self) -> dict[str, Any]:
+        """The mapping :func:`grounding_accuracy` returns."""
+        n = self.n_scored
+        at = {
+            str(float(t)): {"hits": c, "accuracy": Fraction(c, n) if n else None}
+            for t, c in zip(self._ths, self._counts)
+        }
+        return {
+            "n_scored": n,
+            "at": at,
+            "correctly_declined": self.declined,
+            "hallucinated_a_location": self.halluc,
+            "missed_a_present_referent": self.missed,
+            "unanswered": self.unanswered,
+        }
 
 
 def agreement(
@@ -232,18 +365,67 @@ def tolerance_curve(
         counts when ``distance_px <= t``, a no_prediction never counts (nothing to recover); ``n``
         counts all items (the hit-rate denominator).
     """
-    n = hits = 0
-    miss_d: list[float] = []
+    acc = ToleranceCounts(max((int(t) for t in tolerances), default=0))
     for outcome, dist in items:
-        n += 1
-        if outcome == "hit":
-            hits += 1
-        elif outcome == "miss" and dist is not None:
-            miss_d.append(float(dist))
-    miss_d.sort()
-    import bisect
+        acc.add(outcome, dist)
+    return acc.curve(tolerances)
 
-    return [(int(t), hits + bisect.bisect_right(miss_d, t), n) for t in tolerances]
+
+class ToleranceCounts:
+    """The fold behind :func:`tolerance_curve`, in memory independent of the number of samples: a
+    miss at distance ``d`` is counted in bucket ``ceil(d)``, since for an integer ``t``,
+    ``d <= t`` exactly when ``ceil(d) <= t``; misses farther than ``max_t`` are counted nowhere.
+
+    >>> acc = ToleranceCounts(50)
+    >>> for o, d in (("hit", 0.0), ("miss", 2.5), ("miss", 70.0), ("no_prediction", None)):
+    ...     acc.add(o, d)
+    >>> [x for x in acc.curve((0, 2, 3, 50))]
+    [(0, 1, 4), (2, 1, 4), (3, 2, 4), (50, 2, 4)]
+    """
+
+    __slots__ = ("max_t", "n", "hits", "_buckets")
+
+    def __init__(self, max_t: int = TOLERANCES_PX[-1]) -> None:
+        self.max_t = int(max_t)
+        self.n = self.hits = 0
+        self._buckets = [0] * (self.max_t + 1)
+
+    def add(self, outcome: str, distance_px: Optional[float]) -> None:
+        """One scored sample: ``outcome`` (``hit`` / ``miss`` / ``no_prediction``) and its recorded
+        ``distance_px`` (pixels of the original image, ``None`` when unknown)."""
+        self.n += 1
+        if outcome == "hit":
+            self.hits += 1
+        elif outcome == "miss" and distance_px is not None:
+            k = math.ceil(distance_px) if math.isfinite(distance_px) else self.max_t + 1
+            if k <= self.max_t:
+                self._buckets[max(k, 0)] += 1
+
+    def merge(self, other: "ToleranceCounts") -> None:
+        """Add another fold's counts (same ``max_t``)."""
+        self.n += other.n
+        self.hits += other.hits
+        for i, c in enumerate(other._buckets):
+            self._buckets[i] += c
+
+    def curve(self, tolerances: Sequence[int] = TOLERANCES_PX) -> list[tuple[int, int, int]]:
+        """``[(t, hits_within_t, n), ...]`` in the order of ``tolerances`` (each ``<= max_t``).
+
+        Raises:
+            ValueError: a tolerance above ``max_t``.
+        """
+        cum = []
+        total = 0
+        for c in self._buckets:
+            total += c
+            cum.append(total)
+        out = []
+        for t in tolerances:
+            t = int(t)
+            if t > self.max_t:
+                raise ValueError(f"tolerance {t} above the fold's max_t {self.max_t}")
+            out.append((t, self.hits + (cum[t] if t >= 0 else 0), self.n))
+        return out
 
 
 def derive_seed(seed: int, *keys: str) -> int:
@@ -251,6 +433,11 @@ def derive_seed(seed: int, *keys: str) -> int:
     depends on ``PYTHONHASHSEED``)."""
     h = hashlib.sha256(("\x1f".join([str(int(seed)), *keys])).encode("utf-8")).digest()
     return int.from_bytes(h[:8], "big")
+
+
+BOOTSTRAP_BLOCK_DRAWS = 1 << 18
+"""Cluster draws made at once by :func:`bootstrap_replicates` (a memory bound, not a result: the
+replicates are the same for any block size)."""
 
 
 def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resamples: int = 1000) -> tuple[Any, Any]:
@@ -285,8 +472,17 @@ def bootstrap_replicates(clusters: Sequence[tuple[int, int]], *, seed: int, resa
     rng = np.random.RandomState(int(seed) & 0xFFFFFFFF)
     h = np.fromiter((x[0] for x in clusters), dtype=np.int64, count=c)
     n = np.fromiter((x[1] for x in clusters), dtype=np.int64, count=c)
-    idx = rng.randint(0, c, size=(resamples, c), dtype=np.int32)  # replicate r draws clusters idx[r]
-    return h[idx].sum(axis=1), n[idx].sum(axis=1)
+    hs = np.empty(resamples, dtype=np.int64)
+    ns = np.empty(resamples, dtype=np.int64)
+    # replicate r draws clusters idx[r]; drawn a block of replicates at a time (the same stream as
+    # one (resamples, c) draw), so memory stays at BOOTSTRAP_BLOCK_DRAWS draws, not resamples * c
+    step = max(1, BOOTSTRAP_BLOCK_DRAWS // c)
+    for r0 in range(0, resamples, step):
+        k = min(step, resamples - r0)
+        idx = rng.randint(0, c, size=(k, c), dtype=np.int32)
+        hs[r0:r0 + k] = h[idx].sum(axis=1)
+        ns[r0:r0 + k] = n[idx].sum(axis=1)
+    return hs, ns
 
 
 def percentile_interval(hits: Any, n: Any, level: Fraction = Fraction(95, 100)) -> tuple[Fraction, Fraction]:

@@ -25,9 +25,10 @@ Raises:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -353,27 +354,16 @@ class Record(_Model):
         return canonical_json(self.model_dump(mode="json"))
 
 
-def _check_finite(obj: Any) -> None:
-    if isinstance(obj, float):
-        if not math.isfinite(obj):
-            raise ValueError(f"non-finite number {obj!r} cannot be written as canonical JSON")
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _check_finite(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _check_finite(v)
-
-
 def canonical_json(obj: Any) -> str:
     """Serialize ``obj`` (JSON-compatible: dict/list/str/int/float/bool/None) as one canonical line:
     sorted keys, ``ensure_ascii=False``, separators ``(",", ":")``, a trailing ``\\n``.
+
+    One walk over the values: ``json.dumps(allow_nan=False)`` itself refuses NaN and infinity.
 
     Raises:
         ValueError: on NaN or infinity anywhere in ``obj``.
         TypeError: on a value JSON cannot encode (e.g. a numpy scalar: convert first).
     """
-    _check_finite(obj)
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
 
@@ -435,27 +425,91 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             raise RecordError(p, i, f"not valid JSON: {e}") from None
 
 
-def read_records(path: str | Path) -> list[Record]:
-    """Read and validate every line of a records JSONL file.
+RECORDS_SKIP_DIRS = frozenset({"tables", "report"})
+"""Folders of a study directory that never hold records (the tables and figures written from them)."""
+
+
+def records_files(study_dir: str | Path) -> list[Path]:
+    """The records files of a study: ``<study>/<model>/<benchmark>.jsonl``, exactly two levels down.
+
+    The one discovery rule every stage uses (judge, aggregate, verify, report, judge agreement), so a
+    file that is judged is also aggregated. Skipped: the ``tables/`` and ``report/`` folders, hidden
+    folders and hidden files (temporary files of an atomic rewrite). Sorted by the relative path as
+    UTF-8 bytes, never by directory order. A missing directory has no records files.
+    """
+    d = Path(study_dir)
+    if not d.is_dir():
+        return []
+    out = []
+    for sub in d.iterdir():
+        if not sub.is_dir() or sub.name in RECORDS_SKIP_DIRS or sub.name.startswith("."):
+            continue
+        out.extend(p for p in sub.glob("*.jsonl") if p.is_file() and not p.name.startswith("."))
+    return sorted(out, key=lambda p: str(p.relative_to(d)).encode("utf-8"))
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many records are built and kept: records hold no
+    reference cycles, and with the collector on, repeated full collections over a growing heap of
+    records cost about as much as parsing them (``bench/aggregate.py`` measures it)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def enumerate_records(path: str | Path) -> Iterator[tuple[int, Record]]:
+    """Read and validate a records JSONL file one record at a time: the one record reader, yielding
+    ``(line_number, record)`` (1-based line numbers of the file).
+
+    Each non-empty line is validated against the full schema by pydantic's JSON validator
+    (``Record.model_validate_json``: parsing and validation in one pass, no intermediate dict). Lines
+    are read one at a time and records yielded as they are validated, so a caller that folds them
+    (``pointfail.aggregate``) holds one line and one record at a time, whatever the file's size.
 
     Raises:
         RecordError: naming file and 1-based line for invalid JSON or a schema mismatch
             (wrong ``schema_version``, missing or unknown field, wrong type, NaN).
+        OSError: the file cannot be read.
     """
-    out: list[Record] = []
     p = Path(path)
+    validate = Record.model_validate_json
     with open(p, "rb") as f:
-        data = f.read()
-    for i, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            out.append(Record.model_validate_json(raw))
-        except ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(x) for x in first.get("loc", ()))
-            raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}") from None
-    return out
+        for i, raw in enumerate(f, start=1):
+            if raw.isspace():  # a blank line (no copy, unlike strip)
+                continue
+            try:
+                rec = validate(raw)
+            except ValidationError as e:
+                first = e.errors()[0]
+                loc = ".".join(str(x) for x in first.get("loc", ()))
+                raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}") from None
+            yield i, rec
+
+
+def iter_records(path: str | Path) -> Iterator[Record]:
+    """The records of a file one at a time (:func:`enumerate_records` without the line numbers).
+
+    Raises:
+        RecordError: naming file and 1-based line for invalid JSON or a schema mismatch.
+    """
+    for _, rec in enumerate_records(path):
+        yield rec
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Every record of a records JSONL file, validated (:func:`iter_records`), as a list; the garbage
+    collector is paused while the list grows (:func:`gc_paused`).
+
+    Raises:
+        RecordError: naming file and 1-based line for invalid JSON or a schema mismatch.
+    """
+    with gc_paused():
+        return list(iter_records(path))
 
 
 def record_json_schema() -> dict[str, Any]:

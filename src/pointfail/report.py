@@ -30,8 +30,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.aggregate import POOLED, Computed, compute, load_study, records_files, tolerance_table
-from pointfail.records import FAILURE_MODES, Record, read_records
+from pointfail.aggregate import POOLED, Counts, load_study
+from pointfail.records import FAILURE_MODES, Record, iter_records, records_files
 from pointfail.view.site import study_bars
 from pointfail.view.style import COLORS, HATCHES, SEGMENTS
 
@@ -50,13 +50,13 @@ CROP_MIN = (360, 270)
 """Smallest crop (W, H) in pixels of the original image, so the context stays readable."""
 
 
-def profile_counts(comp: Computed) -> list[tuple[str, str, dict[str, int], int]]:
+def profile_counts(comp: Counts) -> list[tuple[str, str, dict[str, int], int]]:
     """``(model, benchmark, {segment: count}, n)`` per bar, in table order (benchmark ``pooled``
     last per model). Segment counts add up to n (:func:`pointfail.view.site.study_bars`)."""
     return study_bars(comp)
 
 
-def failure_profile_html(study_dir: str | Path, comp: Computed, tables: dict[str, bytes]) -> str:
+def failure_profile_html(study_dir: str | Path, comp: Counts, tables: dict[str, bytes]) -> str:
     """The failure profile as one self-contained page (see the module docstring)."""
     import tomllib
 
@@ -74,7 +74,7 @@ def failure_profile_html(study_dir: str | Path, comp: Computed, tables: dict[str
     return study_page_html(name, description, profile_counts(comp), tables, links=False, inline_css=True, summary=summary)
 
 
-def failure_profile_png(comp: Computed, path: Path, title: str) -> None:
+def failure_profile_png(comp: Counts, path: Path, title: str) -> None:
     """The failure profile as stacked bars (matplotlib Agg): one bar per model × benchmark, grouped
     by benchmark with pooled bars last; the height of a segment is its share of n (%), the count is
     written in segments tall enough to hold it; every segment is hatched (readable without colour)."""
@@ -119,14 +119,14 @@ def failure_profile_png(comp: Computed, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def tolerance_png(comp: Computed, path: Path, title: str) -> None:
+def tolerance_png(comp: Counts, path: Path, title: str) -> None:
     """Tolerance curves: hit rate (%) against t = 0..50 px, one panel per benchmark and pooled."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tab = tolerance_table(comp)
+    tab = list(comp.tolerance_table())
     panels = comp.benchmarks + [POOLED]
     ncol = min(3, len(panels))
     nrow = -(-len(panels) // ncol)
@@ -155,11 +155,11 @@ def tolerance_png(comp: Computed, path: Path, title: str) -> None:
 
 def gallery_examples(study_dir: str | Path) -> dict[str, dict[str, Optional[Record]]]:
     """Per model, one record per gallery slot (``hit`` and each failure mode): the first by
-    (benchmark, sample_id) order; ``None`` where the model has no such record. Records are read with
-    :func:`pointfail.records.read_records`."""
+    (benchmark, sample_id) order; ``None`` where the model has no such record. Records are streamed
+    with :func:`pointfail.records.iter_records`."""
     cands: dict[str, dict[str, tuple[tuple[str, str], Record]]] = {}
     for p in records_files(study_dir):
-        for r in read_records(p):
+        for r in iter_records(p):
             slot = "hit" if r.outcome == "hit" else r.failure_mode
             per = cands.setdefault(r.model, {})
             if slot is None:
@@ -313,7 +313,7 @@ def make_report(study_dir: str | Path, out_dir: str | Path | None = None) -> lis
     require("report", "the report")  # before anything is written
     d = Path(study_dir)
     study = load_study(d)
-    comp = compute(study)
+    comp = study.counts
     out = Path(out_dir) if out_dir is not None else d / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     html = out / "failure_profile.html"

@@ -18,8 +18,33 @@ import hashlib
 import io
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Optional, Union
+
+__all__ = [
+    "NA",
+    "Column",
+    "JsonDocument",
+    "Section",
+    "Table",
+    "count",
+    "decimal",
+    "fmt_fraction",
+    "fmt_p",
+    "fmt_pct",
+    "json_number",
+    "p_value",
+    "parse_sha256sums",
+    "pct",
+    "rate",
+    "render_csv",
+    "render_json",
+    "render_md",
+    "render_table_md",
+    "sha256sums",
+    "text",
+]
 
 NA = "n/a"
 """Cell text for a value that does not exist (a rate over zero samples, a share of zero labels)."""
@@ -174,3 +199,132 @@ def _check_cells(rows: Sequence[Sequence[Any]]) -> None:
         for c in r:
             if not isinstance(c, str):
                 raise TypeError(f"table cell {c!r} ({type(c).__name__}) is not a str: format it first")
+
+
+# ----------------------------------------------------------------------------------------------
+# tables as data: what a table builder returns, rendered here and only here
+
+Section = tuple[Optional[str], Sequence[str], Sequence[Sequence[str]]]
+"""One Markdown section: ``(subtitle or None, headers, rows of str)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a table: its header and how an exact value is written into a cell.
+
+    ``digits is None``: the value is a ``str`` (written as is) or an ``int`` count (``str(n)``).
+    ``digits`` set: the value is an exact ``Fraction`` (or ``int``) written with :func:`fmt_fraction`
+    after multiplying by ``scale``; ``None`` is :data:`NA`. ``p_value``: written with :func:`fmt_p`.
+
+    >>> pct("hit_rate_pct").format(Fraction(2, 3)), count("n").format(7), pct("x").format(None)
+    ('66.7', '7', 'n/a')
+    """
+
+    name: str
+    digits: Optional[int] = None
+    scale: int = 1
+    p_value: bool = False
+
+    def format(self, value: Any) -> str:
+        """The cell text of ``value`` (rules in the class docstring).
+
+        Raises:
+            TypeError: a float or any other type a rule does not allow (no ``repr`` reaches a file).
+        """
+        if self.p_value:
+            return fmt_p(value)
+        if self.digits is not None:
+            if value is not None and (isinstance(value, (bool, float)) or not isinstance(value, (int, Fraction))):
+                raise TypeError(f"column {self.name!r}: {value!r} is not an exact number")
+            return fmt_fraction(value, self.digits, scale=self.scale)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        raise TypeError(f"column {self.name!r}: cell {value!r} ({type(value).__name__}) is neither str nor int")
+
+
+def text(name: str) -> Column:
+    """A column of strings."""
+    return Column(name)
+
+
+def count(name: str) -> Column:
+    """A column of integer counts."""
+    return Column(name)
+
+
+def pct(name: str, digits: int = 1) -> Column:
+    """A column of exact rates in [0, 1] written as percentages with ``digits`` decimals."""
+    return Column(name, digits=digits, scale=100)
+
+
+def decimal(name: str, digits: int) -> Column:
+    """A column of exact numbers written with ``digits`` decimals."""
+    return Column(name, digits=digits)
+
+
+def p_value(name: str) -> Column:
+    """A column of exact probabilities written with :func:`fmt_p` (4 significant digits)."""
+    return Column(name, p_value=True)
+
+
+def rate(num: int, den: int) -> Optional[Fraction]:
+    """``num / den`` as an exact Fraction, ``None`` when ``den == 0`` (written :data:`NA`)."""
+    return Fraction(num, den) if den else None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as data: ``<name>.csv`` (the columns, one row per entry of ``rows``, each cell written
+    by its :class:`Column`) and ``<name>.md`` (``# title``, the notes as bullets, then either the same
+    table or, when given, ``md_sections``: a Markdown layout of its own, e.g. a pivot).
+
+    ``rows`` hold exact values (``str``, ``int``, ``Fraction`` or ``None``), in output order.
+    """
+
+    name: str
+    title: str
+    notes: Sequence[str]
+    columns: Sequence[Column]
+    rows: Sequence[Sequence[Any]]
+    md_sections: Optional[Sequence[Section]] = None
+
+    @property
+    def headers(self) -> list[str]:
+        """The column names."""
+        return [c.name for c in self.columns]
+
+    def cells(self) -> list[list[str]]:
+        """Every row with each value written by its column."""
+        cols = self.columns
+        out = []
+        for r in self.rows:
+            if len(r) != len(cols):
+                raise ValueError(f"table {self.name!r}: a row has {len(r)} cells for {len(cols)} columns")
+            out.append([c.format(v) for c, v in zip(cols, r)])
+        return out
+
+    def files(self) -> dict[str, bytes]:
+        """``{"<name>.md": bytes, "<name>.csv": bytes}``."""
+        cells = self.cells()
+        sections = self.md_sections if self.md_sections is not None else [(None, self.headers, cells)]
+        return {
+            f"{self.name}.md": render_md(self.title, self.notes, sections),
+            f"{self.name}.csv": render_csv(self.headers, cells),
+        }
+
+
+@dataclass(frozen=True)
+class JsonDocument:
+    """A JSON file (``name`` with its extension) rendered by :func:`render_json`."""
+
+    name: str
+    obj: Any
+
+    def files(self) -> dict[str, bytes]:
+        """``{name: bytes}``."""
+        return {self.name: render_json(self.obj)}
+
+
+Output = Union[Table, JsonDocument]

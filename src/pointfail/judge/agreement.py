@@ -23,10 +23,11 @@ matrix; ``reference_unlabeled`` counts them).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from pointfail.records import FAILURE_MODES, Judgment, Record, read_records
+from pointfail.records import FAILURE_MODES, Judgment, Record, iter_records, records_files
 
 ORACLE = "oracle"
 
@@ -38,16 +39,14 @@ def _judgments(rec: Record) -> list[Judgment]:
 
 def collect_pairs(records_dir: Union[str, Path]) -> dict[str, list[tuple[str, str, Optional[str]]]]:
     """Per compared judge name, the list of ``(oracle_label, judge_status, judge_label)`` over misses
-    the oracle labeled. Reads every records file below ``records_dir`` (see ``stage.records_files``).
+    the oracle labeled. Reads every records file of ``records_dir`` (:func:`pointfail.records.records_files`).
 
     Raises:
         RecordError: an invalid records line (file and line named).
     """
-    from pointfail.judge.stage import records_files
-
     pairs: dict[str, list[tuple[str, str, Optional[str]]]] = {}
     for path in records_files(records_dir):
-        for rec in read_records(path):
+        for rec in iter_records(path):
             if rec.outcome != "miss":
                 continue
             js = _judgments(rec)
@@ -60,10 +59,11 @@ def collect_pairs(records_dir: Union[str, Path]) -> dict[str, list[tuple[str, st
     return dict(sorted(pairs.items()))
 
 
-def agreement(pairs: list[tuple[str, str, Optional[str]]]) -> dict[str, Any]:
+def agreement(pairs: Iterable[tuple[Optional[str], str, Optional[str]]]) -> dict[str, Any]:
     """Agreement statistics for one judge (definitions in the module docstring). ``pairs`` are
-    ``(reference_label | None, judge_status, judge_label)``; the reference is the oracle here and
-    the study's primary judge in the aggregate's table.
+    ``(reference_label | None, judge_status, judge_label)``, any iterable (read once: the aggregate
+    passes ``Counter.elements()`` of its fold); the reference is the oracle here and the study's
+    primary judge in the aggregate's table.
 
     Returns:
         ``{"n", "n_labeled", "agree", "abstentions", "abstention_rate", "unavailable", "pending",
@@ -73,8 +73,9 @@ def agreement(pairs: list[tuple[str, str, Optional[str]]]) -> dict[str, Any]:
     """
     labels = list(FAILURE_MODES)
     confusion = {o: {j: 0 for j in labels + ["unlabeled"]} for o in labels}
-    unavailable = pending = abstentions = reference_unlabeled = 0
+    n = unavailable = pending = abstentions = reference_unlabeled = 0
     for oracle_label, status, label in pairs:
+        n += 1
         if oracle_label is None:
             reference_unlabeled += 1
         if status == "labeled" and label in labels:
@@ -108,7 +109,7 @@ def agreement(pairs: list[tuple[str, str, Optional[str]]]) -> dict[str, Any]:
         kappa = (p_o - p_e) / (1 - p_e) if p_e < 1 else None
     verdicts = n_labeled + abstentions
     return {
-        "n": len(pairs),
+        "n": n,
         "n_labeled": n_labeled,
         "agree": sum(diag.values()),
         "abstentions": abstentions,

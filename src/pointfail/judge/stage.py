@@ -4,8 +4,8 @@ Source: ``shared/seeds/pointfail-study.txt``, "The two-stage protocol" and "The 
 only misses; hits and ``no_prediction`` never reach it. ``shared/DESIGN.md``: every stage can be rerun
 from the records of the stage before it.
 
-What :func:`judge_study` does, per records file ``records/<study>/<model>/<benchmark>.jsonl`` (every
-``*.jsonl`` below the records directory except under ``tables/`` and hidden directories):
+What :func:`judge_study` does, per records file ``records/<study>/<model>/<benchmark>.jsonl`` (the
+files :func:`pointfail.records.records_files` finds, the same rule every stage uses):
 
 1. Reads and validates the file (``records.read_records``; a bad line is an error naming file and line).
 2. If a journal ``<file>.judging`` exists (left by an interrupted run), applies its verdicts first
@@ -56,6 +56,7 @@ from pointfail.records import (
     canonical_json,
     iter_jsonl,
     read_records,
+    records_files,
     write_records,
 )
 
@@ -113,18 +114,6 @@ class StageReport:
             "labels": dict(sorted(self.labels.items())),
             "problems": list(self.problems),
         }
-
-
-def records_files(records_dir: Union[str, Path]) -> list[Path]:
-    """Every ``*.jsonl`` under ``records_dir``, sorted, skipping ``tables/`` and hidden directories."""
-    root = Path(records_dir)
-    out = []
-    for p in sorted(root.rglob("*.jsonl")):
-        rel = p.relative_to(root).parts
-        if any(part == "tables" or part.startswith(".") for part in rel[:-1]):
-            continue
-        out.append(p)
-    return out
 
 
 def current_judgment(record: Record, judge_name: str, role: str) -> Optional[Judgment]:

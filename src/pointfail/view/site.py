@@ -74,7 +74,7 @@ def default_out_dir(study_dir: str | Path) -> Path:
 
 
 def study_bars(comp: Any) -> list[tuple[str, str, dict[str, int], int]]:
-    """The failure-profile bars of an ``aggregate.Computed``: ``(model, benchmark, {segment: count},
+    """The failure-profile bars of an ``aggregate.Counts``: ``(model, benchmark, {segment: count},
     n)`` in table order (models sorted, each model's benchmarks sorted, then its pooled bar). The
     counts are the failure-composition table's: hit, the four labeled modes, the judge's other states,
     no_prediction; they add up to n."""
@@ -137,9 +137,9 @@ def build_site(
 ) -> SiteResult:
     """Write the failure browser of one study (layout in the module docstring).
 
-    Counts come from ``aggregate`` (``load_study``, ``compute``, ``build_tables``), so every number on
-    the study page is the committed tables' number; the list and sample pages read every record
-    through ``records.read_records``.
+    Counts come from ``aggregate`` (``load_study``, ``build_tables``), so every number on the study
+    page is the committed tables' number; the list and sample pages read every record through
+    ``records.read_records``.
 
     Args:
         study_dir: ``records/<study>``.
@@ -157,7 +157,9 @@ def build_site(
         RecordError: a record failing the schema (names file and line).
         AggregateError: no records, a duplicate sample, a reserved benchmark name.
     """
-    from pointfail.aggregate import area_quartiles, build_tables, compute, load_study, records_files
+    from pointfail.aggregate import build_tables, load_study
+    from pointfail.aggregate.breakdowns import sample_quartiles
+    from pointfail.records import records_files
     from pointfail.families import get_family
     from pointfail.view import data as vdata
     from pointfail.view.images import ImageStore, find_checkout
@@ -169,20 +171,18 @@ def build_site(
     secs: dict[str, float] = {}
     d = Path(study_dir)
     study = load_study(d)
-    comp = compute(study)
+    comp = study.counts
     tables = build_tables(study)
     secs["tables"] = time.perf_counter() - t0
-    say(f"[view] {len(study.rows)} records, tables computed ({secs['tables']:.1f} s)")
+    say(f"[view] {study.records} records, tables computed ({secs['tables']:.1f} s)")
 
     quart: dict[tuple[str, str], int] = {}
     qranges: dict[str, list[list[float]]] = {}
-    by_bench: dict[str, list[Any]] = defaultdict(list)
-    for r in study.rows:
-        by_bench[r.benchmark].append(r)
-    for b, rows in by_bench.items():
-        assign, ranges = area_quartiles(rows)
-        for sid, q in assign.items():
-            quart[(b, sid)] = q
+    for b, table in comp.samples.items():
+        per_index, ranges = sample_quartiles(table)
+        for sid, i in table.ids.items():
+            if per_index[i]:
+                quart[(b, sid)] = per_index[i]
         qranges[b] = [[k, lo, hi] for k, lo, hi in ranges]
 
     out = Path(out_dir) if out_dir is not None else default_out_dir(d)

@@ -1,0 +1,95 @@
+"""Tables of distances: grounding-metrics pointing accuracy (``pointing``) and the tolerance curve
+(``tolerance``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pointfail import metrics
+from pointfail.aggregate.registry import ERROR_NOTE, TableBuilder, register
+from pointfail.aggregate.counting import with_pooled
+from pointfail.aggregate.rows import Row
+from pointfail.tables import Output, Table, count, decimal, pct, rate, text
+
+if TYPE_CHECKING:
+    from pointfail.aggregate.study import Study
+
+__all__ = ["TOLERANCE_MD_COLUMNS", "Pointing", "Tolerance"]
+
+TOLERANCE_MD_COLUMNS = (0, 1, 2, 5, 10, 20, 30, 50)
+"""Tolerances (px) shown in ``tolerance.md``; ``tolerance.csv`` holds every t = 0..50."""
+
+_IN_REGION = {"hit": True, "miss": False}
+
+
+@register
+class Pointing(TableBuilder):
+    """``pointing``: grounding-metrics ``pointing_accuracy`` over point tasks, mean miss distance in
+    image diagonals and in pixels (folds of :class:`pointfail.metrics.PointingCounts`, pooled by merging)."""
+
+    name = "pointing"
+
+    def __init__(self) -> None:
+        self._norm: dict[tuple[str, str], metrics.PointingCounts] = {}
+        self._px: dict[tuple[str, str], metrics.PointingCounts] = {}
+
+    def add(self, row: Row, sample: int) -> None:
+        """Fold a scored point-task row into its cell."""
+        if row.task != "point" or row.outcome == "error":
+            return
+        in_region = _IN_REGION.get(row.outcome)
+        key = (row.model, row.benchmark)
+        f = self._norm.get(key)
+        if f is None:
+            f = self._norm[key] = metrics.PointingCounts()
+            self._px[key] = metrics.PointingCounts()
+        f.add(in_region, row.distance_norm)
+        self._px[key].add(in_region, row.distance_px)
+
+    def tables(self, study: "Study") -> list[Output]:
+        """The pointing table, none when no cell has a scored point task."""
+        columns = [text("model"), text("benchmark"), count("n"), count("n_hits"), pct("point_in_region_pct"),
+                   count("n_misses"), count("n_no_point"), decimal("mean_miss_distance_norm", 4),
+                   decimal("mean_miss_distance_px", 1)]
+        rows = []
+        norm = with_pooled(self._norm, metrics.PointingCounts)
+        pixels = with_pooled(self._px, metrics.PointingCounts)
+        for key in study.counts.keys():
+            if key not in norm:
+                continue
+            pa, px = norm[key].result(), pixels[key].result()
+            rows.append([*key, pa["n"], pa["n_hits"], pa["point_in_region"], pa["n_misses"], pa["n_no_point"],
+                         pa["mean_miss_distance"], px["mean_miss_distance"]])
+        if not rows:
+            return []
+        notes = [
+            "Grounding-metrics `pointing_accuracy` over point tasks: point_in_region = n_hits / n (a sample with no point is not in the region).",
+            "mean_miss_distance is over misses only (distance from the primary point to the nearest target pixel), "
+            "in image diagonals (`_norm`) and in pixels of the original image (`_px`).",
+            ERROR_NOTE,
+        ]
+        return [Table("pointing", f"Pointing accuracy: {study.name}", notes, columns, rows)]
+
+
+@register
+class Tolerance(TableBuilder):
+    """``tolerance``: hit rate if a point within t px counted, t = 0..50 (from
+    :meth:`pointfail.aggregate.counting.Counts.tolerance_table`)."""
+
+    name = "tolerance"
+
+    def tables(self, study: "Study") -> list[Output]:
+        """The tolerance table: every t in the CSV, :data:`TOLERANCE_MD_COLUMNS` in the Markdown."""
+        columns = [text("model"), text("benchmark"), count("t_px"), count("hits_within_t"), count("n"), pct("rate_pct")]
+        tab = list(study.counts.tolerance_table())
+        rows = [[m, b, t, h, n, rate(h, n)] for m, b, t, h, n in tab]
+        by = {(m, b, t): rate(h, n) for m, b, t, h, n in tab}
+        md_rows = [[m, b] + [columns[-1].format(by[(m, b, t)]) for t in TOLERANCE_MD_COLUMNS] for m, b in study.counts.keys()]
+        notes = [
+            "Hit rate (%) if a point within t pixels (of the original image) of the target counted as a hit: "
+            "hits plus misses with recorded distance_px <= t, over n; no_prediction never counts.",
+            "tolerance.csv holds every t = 0..50.",
+            ERROR_NOTE,
+        ]
+        md = [(None, ["model", "benchmark", *[f"t={t}" for t in TOLERANCE_MD_COLUMNS]], md_rows)]
+        return [Table("tolerance", f"Tolerance curve: {study.name}", notes, columns, rows, md_sections=md)]

@@ -1,0 +1,184 @@
+"""A study's records, read once and folded: finding studies, reading ``study.toml``, the scan.
+
+:func:`load_study` streams every records file of a study (the one discovery rule,
+:func:`pointfail.records.records_files`) through the one record reader
+(:func:`pointfail.records.iter_records`), checks each record (reserved benchmark name, duplicate
+samples), turns it into a :class:`~pointfail.aggregate.rows.Row` and hands the row to the core
+:class:`~pointfail.aggregate.counting.Counts` fold and to every registered table builder that folds
+rows. Observers (``verify``'s checks) see each full record as well. Records are not kept.
+
+Determinism: files are read in sorted path order; every fold is order-independent (counts, exact
+sums, sets, dicts sorted at the end), so no output depends on directory order or on the order of the
+lines in a records file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pointfail.aggregate.counting import Counts, DuplicateSample
+from pointfail.aggregate.registry import TableBuilder, builders, needs_rows
+from pointfail.aggregate.rows import POOLED, row_from_record
+from pointfail.records import Record, enumerate_records, gc_paused, records_files
+
+__all__ = [
+    "DEFAULT_BOOTSTRAP_RESAMPLES",
+    "DEFAULT_BOOTSTRAP_SEED",
+    "AggregateError",
+    "RecordObserver",
+    "Study",
+    "find_studies",
+    "is_study_dir",
+    "load_study",
+    "studies_without_records",
+]
+
+DEFAULT_BOOTSTRAP_SEED = 0
+DEFAULT_BOOTSTRAP_RESAMPLES = 1000
+
+
+class AggregateError(ValueError):
+    """A study directory that cannot be aggregated (no records, duplicate samples, a reserved
+    benchmark name). Records failing the schema raise :class:`pointfail.records.RecordError`."""
+
+
+class RecordObserver(Protocol):
+    """Something that sees every full record of a scan (``verify``'s checks)."""
+
+    def observe(self, record: Record, path: Path, line: int) -> None:
+        """One record, read from ``path`` at 1-based ``line``."""
+
+
+@dataclass
+class Study:
+    """A study after one scan of its records.
+
+    ``name`` (``[study] name`` of ``study.toml``, else the directory name), ``path``, ``files`` (the
+    records files read, sorted), ``config`` (the ``[aggregate]`` table of ``study.toml``),
+    ``records`` (how many were read), ``counts`` (the finished core fold) and ``builders`` (the
+    registered table builders, every row added).
+    """
+
+    name: str
+    path: Path
+    files: list[Path]
+    config: dict[str, Any]
+    counts: Counts
+    builders: list[TableBuilder] = field(default_factory=list)
+    records: int = 0
+
+    @property
+    def bootstrap_seed(self) -> int:
+        """``[aggregate] bootstrap_seed`` (default 0)."""
+        return int(self.config.get("bootstrap_seed", DEFAULT_BOOTSTRAP_SEED))
+
+    @property
+    def bootstrap_resamples(self) -> int:
+        """``[aggregate] bootstrap_resamples`` (default 1000)."""
+        return int(self.config.get("bootstrap_resamples", DEFAULT_BOOTSTRAP_RESAMPLES))
+
+    @property
+    def notes(self) -> list[str]:
+        """``[aggregate] notes``: notes every table of the study carries after its own (what the
+        records cover, e.g. ``pointfail evaluate --only-predicted``'s scope); empty by default."""
+        return [str(n) for n in self.config.get("notes", [])]
+
+
+def is_study_dir(path: str | Path) -> bool:
+    """Whether ``path`` holds records files (``<model>/<benchmark>.jsonl``) or a ``study.toml``."""
+    p = Path(path)
+    return p.is_dir() and ((p / "study.toml").is_file() or bool(records_files(p)))
+
+
+def _read_config(d: Path) -> tuple[str, dict[str, Any]]:
+    name = d.resolve().name
+    config: dict[str, Any] = {}
+    toml_path = d / "study.toml"
+    if toml_path.is_file():
+        import tomllib
+
+        with open(toml_path, "rb") as f:
+            raw = tomllib.load(f)
+        config = dict(raw.get("aggregate", {}))
+        # the study's own name, so tables regenerated in another directory (make reproduce writes
+        # under work/) carry the same title bytes as the committed ones
+        name = str(raw.get("study", {}).get("name") or name)
+    return name, config
+
+
+def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = ()) -> Study:
+    """Read, validate and fold every records file of a study (see the module docstring).
+
+    Args:
+        study_dir: ``records/<study>``.
+        observers: called with every full record as it is read (before it is folded).
+
+    Raises:
+        RecordError: a line failing the schema (names file and line).
+        AggregateError: no records files; a (model, benchmark, sample_id) appearing twice; a
+            benchmark named ``pooled``.
+    """
+    d = Path(study_dir)
+    if not d.is_dir():
+        raise AggregateError(f"{d}: not a directory")
+    files = records_files(d)
+    if not files:
+        raise AggregateError(f"{d}: no records files (<model>/<benchmark>.jsonl)")
+    name, config = _read_config(d)
+    study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders())
+    counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
+    folds = [b.add for b in study.builders if needs_rows(b)]
+    cell_files: dict[tuple[str, str], list[Path]] = {}
+    n = 0
+    with gc_paused():
+        for p in files:
+            for i, rec in enumerate_records(p):
+                for o in observers:
+                    o.observe(rec, p, i)
+                row = row_from_record(rec)
+                if row.benchmark == POOLED:
+                    raise AggregateError(f"{p}: benchmark name {POOLED!r} is reserved for pooled rows")
+                try:
+                    sample = counts.add(row)
+                except DuplicateSample as e:
+                    where = ", ".join(str(f) for f in cell_files[(row.model, row.benchmark)])
+                    raise AggregateError(f"{p}: {e} (also in {where})") from None
+                files_of = cell_files.setdefault((row.model, row.benchmark), [])
+                if not files_of or files_of[-1] is not p:
+                    files_of.append(p)
+                for fold in folds:
+                    fold(row, sample)
+                n += 1
+        counts.finish()
+    study.records = n
+    return study
+
+
+def find_studies(path: str | Path) -> list[Path]:
+    """``path`` itself when it is a study directory (records files or a ``study.toml``), else its
+    subdirectories that hold records files (a records root such as ``records/``; a study with only
+    a ``study.toml`` and no records yet is left out, see :func:`studies_without_records`), sorted by
+    name.
+
+    Raises:
+        AggregateError: when neither holds any study with records.
+    """
+    p = Path(path)
+    if is_study_dir(p):
+        return [p]
+    if p.is_dir():
+        subs = sorted((s for s in p.iterdir() if s.is_dir() and not s.name.startswith(".") and records_files(s)), key=lambda s: s.name.encode("utf-8"))
+        if subs:
+            return subs
+    raise AggregateError(f"{p}: no study with records here (expected <study>/<model>/<benchmark>.jsonl)")
+
+
+def studies_without_records(root: str | Path) -> list[Path]:
+    """Subdirectories of a records root with a ``study.toml`` but no records files yet."""
+    p = Path(root)
+    if not p.is_dir() or is_study_dir(p):
+        return []
+    return sorted((s for s in p.iterdir() if s.is_dir() and (s / "study.toml").is_file() and not records_files(s)), key=lambda s: s.name.encode("utf-8"))
