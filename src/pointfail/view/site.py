@@ -157,7 +157,7 @@ def build_site(
         RecordError: a record failing the schema (names file and line).
         AggregateError: no records, a duplicate sample, a reserved benchmark name.
     """
-    from pointfail.aggregate import build_tables, load_study
+    from pointfail.aggregate import POOLED, build_tables, load_study
     from pointfail.aggregate.breakdowns import sample_quartiles
     from pointfail.records import records_files
     from pointfail.families import get_family
@@ -334,7 +334,7 @@ def build_site(
             description = str(tomllib.load(f).get("study", {}).get("description", ""))
     notes = [f"{n} records of {b} have no image in this site: {hint}." for b, (n, hint) in sorted(missing.items())]
     summary = {"records": len(idx.rows), "models": len(comp.models), "benchmarks": len(comp.benchmarks),
-               "errors": sum(1 for r in study.rows if r.outcome == "error")}
+               "errors": sum(comp.cells[(m, POOLED)].error for m in comp.models)}
     (out / "index.html").write_text(
         study_page_html(study.name, description, study_bars(comp), tables, links=True, summary=summary, notes=notes),
         encoding="utf-8")
