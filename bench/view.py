@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pointfail.aggregate import aggregate, records_files
-from pointfail.records import read_records
+from pointfail.aggregate import aggregate
+from pointfail.records import read_records, records_files
 from pointfail.view import build_site
 
 HERE = Path(__file__).resolve().parent
