@@ -167,7 +167,7 @@ def test_family_image_cpu_torch(client, build):
 
 def _requests(suite: Path, n: int, max_new_tokens: int = 16) -> list[dict]:
     pngs = sorted((suite / "data/test").glob("*.png"))
-    return [{"sample_id": f"s{i:03d}", "image": f"/data/0/data/test/{pngs[i % len(pngs)].name}",
+    return [{"sample_id": f"s{i:03d}", "image": str(pngs[i % len(pngs)]),
              "prompt": "Point to the cell C3.", "task": "point", "max_new_tokens": max_new_tokens}
             for i in range(n)]
 
@@ -180,7 +180,7 @@ def test_container_security_settings_and_responses(client, build, sheets_suite, 
     built = build(TINY_FAMILY)
     job = tmp_path / "job"
     res = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=_requests(sheets_suite, 4),
-                       weights_dir=tiny_weights, data_dirs=[sheets_suite], batch_size=2, mem_limit="4g",
+                       weights_dir=tiny_weights, data_root=sheets_suite, batch_size=2, mem_limit="4g",
                        wall_clock_s=600, gpu=False, progress=False, log=lambda s: None)
     hc, cfg = res.settings["HostConfig"], res.settings["Config"]
     assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] is True
@@ -188,9 +188,9 @@ def test_container_security_settings_and_responses(client, build, sheets_suite, 
     assert hc["Memory"] == 4 * 1024**3 and "/tmp" in hc["Tmpfs"]
     assert cfg["User"] == "10001:10001"
     modes = {m["Destination"]: m["RW"] for m in res.settings["Mounts"]}
-    assert modes == {"/job": True, "/weights": False, "/data/0": False}
+    assert modes == {"/job": True, "/requests": False, "/images": False, "/weights": False}
     assert _no_containers_left(client, job)
-    lines = [json.loads(x) for x in (job / "responses.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (job / "out/responses.jsonl").read_text().splitlines()]
     assert sorted(r["sample_id"] for r in lines) == ["s000", "s001", "s002", "s003"]
     for r in lines:
         assert r["error"] is None and isinstance(r["raw_text"], str)
@@ -209,19 +209,19 @@ def test_kill_mid_run_then_rerun_answers_each_sample_once(client, build, sheets_
 
     with pytest.raises(cmod.ContainerFailed) as ei:
         cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
-                     data_dirs=[sheets_suite], batch_size=1, gpu=False, progress=False, log=lambda s: None,
+                     data_root=sheets_suite, batch_size=1, gpu=False, progress=False, log=lambda s: None,
                      on_progress=kill_after_three)
     assert ei.value.exit_code == 137 and not ei.value.timed_out
-    first = cmod.answered_ids(job / "responses.jsonl")
+    first = cmod.answered_ids(job / "out/responses.jsonl")
     assert 3 <= len(first) < n
     assert _no_containers_left(client, job)
     res = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
-                       data_dirs=[sheets_suite], batch_size=4, gpu=False, progress=False, log=lambda s: None)
+                       data_root=sheets_suite, batch_size=4, gpu=False, progress=False, log=lambda s: None)
     assert res.skipped == len(first) and res.answered == n
-    ids = Counter(json.loads(x)["sample_id"] for x in (job / "responses.jsonl").read_text().splitlines() if x.strip())
+    ids = Counter(json.loads(x)["sample_id"] for x in (job / "out/responses.jsonl").read_text().splitlines() if x.strip())
     assert set(ids) == {r["sample_id"] for r in reqs} and set(ids.values()) == {1}
     again = cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=reqs, weights_dir=tiny_weights,
-                         data_dirs=[sheets_suite], progress=False, log=lambda s: None)
+                         data_root=sheets_suite, progress=False, log=lambda s: None)
     assert again.exit_code == 0 and again.seconds == 0.0  # nothing left: no container started
 
 
@@ -230,7 +230,7 @@ def test_wall_clock_limit_kills_and_removes(client, build, sheets_suite, tiny_we
     job = tmp_path / "job"
     with pytest.raises(cmod.ContainerFailed) as ei:
         cmod.run_job(client, built.tag, family=TINY_FAMILY, job_dir=job, requests=_requests(sheets_suite, 50, 64),
-                     weights_dir=tiny_weights, data_dirs=[sheets_suite], gpu=False, wall_clock_s=2,
+                     weights_dir=tiny_weights, data_root=sheets_suite, gpu=False, wall_clock_s=2,
                      progress=False, log=lambda s: None)
     assert ei.value.timed_out and "wall-clock limit of 2 s" in str(ei.value)
     assert _no_containers_left(client, job)
@@ -241,7 +241,7 @@ def test_failed_container_reports_its_last_log_lines(client, build, sheets_suite
     job = tmp_path / "job"
     with pytest.raises(cmod.ContainerFailed) as ei:
         cmod.run_job(client, built.tag, family="no_such_family", job_dir=job, requests=_requests(sheets_suite, 2),
-                     data_dirs=[sheets_suite], gpu=False, progress=False, log=lambda s: None)
+                     data_root=sheets_suite, gpu=False, progress=False, log=lambda s: None)
     assert ei.value.exit_code == 2
     assert any("no_such_family" in line for line in ei.value.log_tail)
     assert "no_such_family" in (job / "container.log").read_text()
@@ -256,12 +256,12 @@ def test_study_end_to_end_into_records(client, build, base_lock, sheets_suite, t
     st = tmp_path / "study.toml"
     st.write_text(
         '[study]\nname = "e2e"\n[[benchmarks]]\nname = "sheets"\nloader = "suite"\n'
-        f'data_dir = "{sheets_suite}"\n'
         '[[models]]\nname = "center"\nfamily = "center"\nimage = "center"\n'
         '[[models]]\nname = "ocr"\nfamily = "ocr"\nimage = "ocr"\n'
         f'[[models]]\nname = "tiny-qwen"\nfamily = "{TINY_FAMILY}"\nimage = "{TINY_FAMILY}"\n'
-        f'checkpoint = "tiny-random"\nweights = "{tiny_weights}"\nmax_new_tokens = 12\n')
+        f'checkpoint = "tiny-random"\nweights = "{tiny_weights.name}"\nmax_new_tokens = 12\n')
     counts = run_study(st, repo=REPO, records_root=tmp_path / "records", work_root=tmp_path / "work",
+                       data_root=sheets_suite.parent, weights_root=tiny_weights.parent,
                        wheelhouse=WHEELHOUSE, variant="cpu", progress=False, client=client, base_lock=base_lock,
                        limit=3, log=lambda s: None)
     assert counts == {"center": {"sheets": 3}, "ocr": {"sheets": 3}, "tiny-qwen": {"sheets": 3}}

@@ -134,28 +134,39 @@ def test_progress_counts_only_new_complete_lines(tmp_path):
     assert prog.poll() == 1 and prog.done == {"a", "b"}  # a repeated id is not counted twice
 
 
-def test_container_image_path(tmp_path):
-    d0, d1 = tmp_path / "suite", tmp_path / "other"
-    (d0 / "data/test").mkdir(parents=True)
-    d1.mkdir()
-    assert study.container_image_path(str(d0 / "data/test/0001.png"), [d0, d1]) == "/data/0/data/test/0001.png"
-    assert study.container_image_path(str(d1 / "x.png"), [d0, d1]) == "/data/1/x.png"
-    with pytest.raises(study.StudyError, match="outside the mounted data directories"):
-        study.container_image_path(str(tmp_path / "elsewhere.png"), [d0, d1])
+def test_stage_images_copies_only_images_inside_the_data_folder(tmp_path):
+    data = tmp_path / "suite"
+    (data / "data/test").mkdir(parents=True)
+    (data / "data/test/0001.png").write_bytes(b"png bytes")
+    (data / "data/test/metadata.jsonl").write_text('{"bbox": [1, 2, 3, 4]}\n')
+    (tmp_path / "secret.txt").write_text("not for the container")
+    (data / "data/test/escape.png").symlink_to(tmp_path / "secret.txt")
+    paths = container.prepare_job_dir(tmp_path / "job")
+    reqs = [{"sample_id": "a", "image": str(data / "data/test/0001.png")},
+            {"sample_id": "b", "image": str(data / "data/test/escape.png")},
+            {"sample_id": "c", "image": str(data / "data/test/missing.png")},
+            {"sample_id": "d", "image": str(data / "data/test/metadata.jsonl")}]
+    staged, errors = container.stage_images(reqs, paths, data)
+    # neutral names by position; a non-image suffix becomes .img; the metadata file is only staged because
+    # a request named it (the runner never does)
+    assert [r["image"] for r in staged] == ["/images/000000.png", "/images/000003.img"]
+    assert (paths.images / "000000.png").read_bytes() == b"png bytes"
+    assert "outside the data folder" in errors["b"] and "cannot be staged" in errors["c"]
+    assert sorted(p.name for p in paths.images.iterdir()) == ["000000.png", "000003.img"]
 
 
 def test_load_study_checks_fields(tmp_path):
     ok = _write(tmp_path / "study.toml", '[study]\nname = "s"\n[[benchmarks]]\nname = "sheets"\nloader = "suite"\n'
                 '[[models]]\nname = "center"\nfamily = "center"\nimage = "center"\n')
     s = study.load_study(ok)
-    assert s.name == "s" and [m["name"] for m in s.models] == ["center"]
-    assert study._select(s.models, ["center"], "model(s)") == s.models
-    with pytest.raises(study.StudyError, match="unknown model\\(s\\): nope"):
-        study._select(s.models, ["nope"], "model(s)")
+    assert s.name == "s" and [m.name for m in s.models] == ["center"]
+    assert s.select_models(["center"]) == s.models
+    with pytest.raises(study.StudyError, match="unknown model\\(s\\) 'nope'; the study has: center"):
+        s.select_models(["nope"])
     bad = _write(tmp_path / "bad.toml", '[study]\nname = "s"\n[[models]]\nname = "m"\nfamily = "qwen2_5_vl"\n')
-    with pytest.raises(study.StudyError, match="model m: no image"):
+    with pytest.raises(study.StudyError, match=r"bad.toml:\n  models\[0\]\.image: Field required"):
         study.load_study(bad)
-    with pytest.raises(study.StudyError, match="name is missing"):
+    with pytest.raises(study.StudyError, match=r"study\.name: Field required"):
         study.load_study(_write(tmp_path / "noname.toml", "[study]\n"))
 
 
@@ -199,15 +210,18 @@ def test_runner_package_imports_no_torch():
 
 def test_container_kwargs_lock_the_container_down(tmp_path, monkeypatch):
     pytest.importorskip("docker")
-    job, w, d = tmp_path / "job", tmp_path / "w", tmp_path / "d"
-    kw = container.container_kwargs(family="qwen2_5_vl", job_dir=job, weights_dir=w, data_dirs=[d],
-                                    batch_size=4, mem_limit="6g", gpu=False)
+    job, w = tmp_path / "job", tmp_path / "w"
+    kw = container.container_kwargs(family="qwen2_5_vl", job_dir=job, weights_dir=w, batch_size=4, mem_limit="6g",
+                                    gpu=False)
     assert kw["network_mode"] == "none" and kw["read_only"] is True and kw["cap_drop"] == ["ALL"]
     assert kw["security_opt"] == ["no-new-privileges"] and kw["mem_limit"] == kw["memswap_limit"] == "6g"
     assert "/tmp" in kw["tmpfs"] and "device_requests" not in kw
-    assert kw["volumes"] == {str(job.resolve()): {"bind": "/job", "mode": "rw"},
-                             str(w.resolve()): {"bind": "/weights", "mode": "ro"},
-                             str(d.resolve()): {"bind": "/data/0", "mode": "ro"}}
+    # the container writes only out/; it reads its requests, the staged images and the weights; no data folder
+    assert kw["volumes"] == {str(job.resolve() / "out"): {"bind": "/job", "mode": "rw"},
+                             str(job.resolve() / "requests"): {"bind": "/requests", "mode": "ro"},
+                             str(job.resolve() / "images"): {"bind": "/images", "mode": "ro"},
+                             str(w.resolve()): {"bind": "/weights", "mode": "ro"}}
+    assert kw["command"][4:8] == ["--requests", "/requests/requests.jsonl", "--responses", "/job/responses.jsonl"]
     assert kw["command"][:2] == ["--family", "qwen2_5_vl"] and kw["command"][-2:] == ["--device", "cpu"]
     assert kw["user"] != "0:0" and not kw["user"].startswith("0:")
     gpu = container.container_kwargs(family="x", job_dir=job, weights_dir=w, gpu=True)

@@ -383,13 +383,18 @@ def sha256_file(path: str | Path) -> str:
 
 def write_records(path: str | Path, records: Iterable[Record]) -> int:
     """Write records as canonical JSONL (UTF-8, ``\\n``), sorted by ``sample_id`` so the file does not
-    depend on the order records were produced. Creates parent directories. Returns the count."""
+    depend on the order records were produced. Creates parent directories. Returns the count.
+
+    The write is atomic (:func:`pointfail.safeio.atomic_write_bytes`: a temporary file beside
+    ``path``, fsync, ``os.replace``, mode 0644): a crash or ``kill -9`` leaves the old file or the new
+    one, never a prefix, and a symlink at ``path`` is replaced, not followed. Every record is
+    serialized before anything is written, so a record that cannot be written (NaN) raises with the
+    file untouched."""
+    from pointfail.safeio import atomic_write_bytes
+
     recs = sorted(records, key=lambda r: r.sample_id)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", encoding="utf-8", newline="\n") as f:
-        for r in recs:
-            f.write(r.to_json())
+    data = "".join(r.to_json() for r in recs).encode("utf-8")
+    atomic_write_bytes(path, data)
     return len(recs)
 
 

@@ -9,8 +9,8 @@ Requests, one JSON object per line (written by the runner)::
 
     {"sample_id": str, "image": "<path>", "prompt": str, "task": "point"|"box", "max_new_tokens": int}
 
-Responses, appended one per sample and flushed (``fsync``) per line with
-:func:`pointfail.records.append_jsonl`::
+Responses, appended one per sample and flushed (``fsync``) per line through
+:class:`pointfail.jobs.ResponseWriter`::
 
     {"sample_id", "raw_text", "model_input_size": [W, H] | null, "prompt_tokens", "output_tokens",
      "seconds", "error": null | "<reason>"}
@@ -21,6 +21,11 @@ Behaviour (issue 4, "The worker"; ``shared/DESIGN.md``, "Containers"):
 * Resume: sample ids already present in the responses file (answers and error responses alike) are
   skipped, so a killed run that is started again answers every sample exactly once. A final line cut
   short by a kill (no ``\\n``) is removed before appending.
+* One worker per job: the worker holds an exclusive lock on the responses file
+  (:class:`pointfail.jobs.ResponseWriter`) for its whole run; a second worker on the same file exits
+  with code 2 at once instead of answering every sample a second time.
+* Every response is validated before it is written (:class:`pointfail.jobs.JobResponse`): a reply
+  that is not valid Unicode or longer than the cap is written as an error response saying so.
 * Greedy generation in batches of ``--batch-size`` (consecutive requests with the same
   ``max_new_tokens``); the backend pads on the left where the architecture needs it.
 * A sample that fails (unreadable image, out of memory, any exception) gets an error response with
@@ -44,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.records import RecordError, append_jsonl, iter_jsonl
+from pointfail.jobs import JobBusy, JobFileError, ResponseWriter
+from pointfail.records import RecordError, iter_jsonl
 
 log = logging.getLogger("pointfail.worker")
 
@@ -131,25 +137,23 @@ def read_requests(path: str | Path, default_max_new_tokens: int = DEFAULT_MAX_NE
 
 
 def answered_ids(path: str | Path) -> set[str]:
-    """Sample ids already in the responses file (empty set if it does not exist). A final line cut
-    short by a kill (no trailing ``\\n``) is truncated away first so the next append starts clean.
+    """Sample ids already in the responses file (empty set if it does not exist): valid responses and
+    explained invalid lines alike (:func:`pointfail.jobs.read_responses`). A final line cut short by a
+    kill (no trailing ``\\n``) is truncated away first, under the writer's lock, so the next append
+    starts clean.
 
     Raises:
-        WorkerError: a complete line of the responses file is not valid JSON.
+        WorkerError: the responses file is a symlink or not a regular file, or another worker holds it.
     """
-    p = Path(path)
-    if not p.exists():
+    if not Path(path).exists() and not Path(path).is_symlink():
         return set()
-    data = p.read_bytes()
-    if data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        log.warning("responses file %s: removing a final line cut short (%d bytes)", p, len(data) - keep)
-        with open(p, "r+b") as f:
-            f.truncate(keep)
     try:
-        return {obj["sample_id"] for _, obj in iter_jsonl(p) if isinstance(obj, dict) and "sample_id" in obj}
-    except RecordError as e:
-        raise WorkerError(f"invalid responses file: {e}") from None
+        with ResponseWriter(path) as w:
+            if w.log.cut_tail:
+                log.warning("responses file %s: removed a final line cut short (%d bytes)", path, w.log.cut_tail)
+            return w.log.answered
+    except (JobFileError, JobBusy) as e:
+        raise WorkerError(str(e)) from None
 
 
 def resolve_backend_module(family: str) -> str:
@@ -255,15 +259,26 @@ def run_worker(backend: Any, requests: str | Path, responses: str | Path, *, bat
 
     This is the in-process entry point (tests, ``bench/``); :func:`main` wraps it for the command line.
     Returns a :class:`WorkerSummary`. Raises :class:`WorkerError` for an invalid requests or
-    responses file; per-sample failures become error responses, never exceptions.
+    responses file (a symlink or FIFO in its place, another worker holding it); per-sample failures
+    become error responses, never exceptions.
     """
-    from pointfail.backends.base import WorkItem
-
     if batch_size < 1:
         raise WorkerError(f"batch size must be >= 1, got {batch_size}")
     reqs = read_requests(requests, default_max_new_tokens)
-    done = answered_ids(responses)
-    Path(responses).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with ResponseWriter(responses) as writer:
+            if writer.log.cut_tail:
+                log.warning("responses file %s: removed a final line cut short (%d bytes)", responses,
+                            writer.log.cut_tail)
+            return _answer(backend, reqs, writer, writer.log.answered, batch_size)
+    except (JobFileError, JobBusy) as e:
+        raise WorkerError(str(e)) from None
+
+
+def _answer(backend: Any, reqs: list[Request], writer: ResponseWriter, done: set[str],
+            batch_size: int) -> WorkerSummary:
+    from pointfail.backends.base import WorkItem
+
     summary = WorkerSummary(total=len(reqs))
     todo = [r for r in reqs if r.sample_id not in done]
     summary.skipped = len(reqs) - len(todo)
@@ -271,10 +286,10 @@ def run_worker(backend: Any, requests: str | Path, responses: str | Path, *, bat
         log.info("resuming: %d of %d samples already answered", summary.skipped, len(reqs))
 
     def write(sid: str, res: Optional[dict[str, Any]], seconds: float, error: Optional[str]) -> None:
-        append_jsonl(responses, _response(sid, res, seconds, error))
-        if error:
+        written = writer.write(_response(sid, res, seconds, error))
+        if written.error:
             summary.errors += 1
-            summary.error_reasons[sid] = error
+            summary.error_reasons[sid] = written.error
         else:
             summary.answered += 1
 

@@ -1,47 +1,73 @@
-"""Run one model container over a job directory (issue 4, "The runner"; ``shared/DESIGN.md``,
-"Containers"; the study's "One model at a time").
+"""Run one model container over a job folder (issue 4, "The runner"; issue 12, "The host never
+follows what a container made"; ``shared/DESIGN.md``, "Containers").
 
-A job directory holds ``requests.jsonl`` (written by the runner) and ``responses.jsonl`` (appended by
-the worker inside the container, one line per sample, flushed per line). :func:`run_job` starts the
-family image with:
+The runner is root and a model container is untrusted, so a job folder is laid out so that nothing
+the container can write is ever a path the runner writes through, follows or changes permissions by::
 
-* ``network_mode="none"``, ``read_only=True`` root with a tmpfs at ``/tmp``, a non-root user
+    <job>/                    runner-owned (never mounted writable)
+        .lock                 the runner's lock: one runner per job at a time
+        requests/requests.jsonl  written atomically by the runner -> /requests/requests.jsonl (ro)
+        images/<n><ext>       the samples' images, nothing else   -> /images (ro)
+        no-weights/           an empty folder for weight-free families
+        container.log         the container's log, capped, written by the runner
+        out/                  the container's one writable folder -> /job (rw)
+            responses.jsonl   appended by the worker, read by the runner with O_NOFOLLOW
+
+* ``out/`` is created by the runner and handed to the container user through its open descriptor
+  (``fchown``), never by path; nothing inside it is chowned, chmodded, followed or written by the
+  runner. Its responses file is read with :func:`pointfail.jobs.read_responses`: a symlink, FIFO or
+  device planted there is refused with a clear error, a hostile line becomes an explained error for
+  its sample.
+* **Model containers see only the images.** Each request's image is copied (or hard-linked when the
+  file is already world-readable on the same disk) into ``images/`` under a neutral name, after
+  checking that its resolved path is inside the benchmark's data folder. The benchmark's metadata
+  (target boxes, masks) and scene graphs are never mounted.
+* The weights folder is mounted read-only; :func:`grant_read` (``fix_permissions``) changes modes
+  only under the weights folder the study declared, through descriptors opened with ``O_NOFOLLOW``.
+* Container settings: ``network_mode="none"``, read-only root with a tmpfs ``/tmp``, a non-root user
   (``10001`` when the runner is root, else the caller's uid), ``cap_drop=["ALL"]``,
-  ``security_opt=["no-new-privileges"]``, ``mem_limit`` (swap equal to it), a pids limit;
-* the weights directory at ``/weights`` and each data root at ``/data/<i>`` read-only, the job
-  directory at ``/job`` as the one writable mount;
-* a GPU through ``device_requests`` when the host has one (``/dev/nvidia0`` or
-  ``POINTFAIL_GPU=1``), CPU otherwise;
+  ``no-new-privileges``, ``mem_limit`` (swap equal to it), a pids limit; a GPU through
+  ``device_requests`` when the host has one. The wall-clock limit is enforced here (kill; the SDK's
+  ``wait(timeout=)`` is only an HTTP timeout) and the container is always removed in ``finally``.
+* Logs: at most :data:`~pointfail.limits.MAX_CONTAINER_LOG_BYTES` are kept in ``container.log``;
+  lines shown on the operator's terminal have control characters (escape sequences) made visible
+  and are cut at :data:`~pointfail.limits.MAX_LOG_LINE_CHARS`.
 
-and enforces a wall-clock limit itself: the container is killed when the limit passes (the SDK's
-``wait(timeout=)`` is only an HTTP timeout), and always removed in ``finally``. Logs stream to
-``job/container.log`` and to the caller; a tqdm bar shows samples done / total, rate and ETA, read
-from the responses file. Samples already answered are not requested again (the worker also skips
-them), so a killed job that is run again answers every sample exactly once.
+A tqdm bar shows samples done / total. Samples already answered are not requested again (the worker
+also skips them), so a killed job that is run again answers every sample exactly once.
 """
 
 from __future__ import annotations
 
-import json
+import errno
 import os
+import shutil
+import stat
 import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
+
+from pointfail.limits import MAX_CONTAINER_LOG_BYTES, MAX_LOG_LINE_CHARS
 
 CONTAINER_UID = 10001
 JOB_MOUNT = "/job"
+REQUESTS_MOUNT = "/requests"
+IMAGES_MOUNT = "/images"
 WEIGHTS_MOUNT = "/weights"
-DATA_MOUNT = "/data"
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 
 
 class ContainerFailed(RuntimeError):
-    """The model container exited non-zero, was killed at the wall-clock limit, or could not start.
-    ``exit_code`` (None when it never ran), ``timed_out`` and ``log_tail`` (its last log lines) say
-    what happened; every response written before the failure stays in the job directory."""
+    """The model container exited non-zero, was killed at the wall-clock limit, could not start, or
+    left its job folder in a state the runner refuses to read (a symlink in place of the responses
+    file). ``exit_code`` (None when it never ran), ``timed_out`` and ``log_tail`` (its last log lines,
+    made printable) say what happened; every response written before the failure stays in the job
+    folder."""
 
     def __init__(self, message: str, *, exit_code: Optional[int], timed_out: bool, log_tail: list[str]):
         super().__init__(message + ("\nlast container log lines:\n" + "\n".join(log_tail) if log_tail else ""))
@@ -50,11 +76,51 @@ class ContainerFailed(RuntimeError):
         self.log_tail = log_tail
 
 
+@dataclass(frozen=True)
+class JobPaths:
+    """The files and folders of one job folder (see the module docstring)."""
+
+    root: Path
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.root / "requests"
+
+    @property
+    def requests(self) -> Path:
+        return self.root / "requests" / "requests.jsonl"
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    @property
+    def no_weights(self) -> Path:
+        return self.root / "no-weights"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "container.log"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "out" / "responses.jsonl"
+
+
 @dataclass
 class JobResult:
     """What a job did: ``requested`` samples, ``answered`` (now in the responses file),
     ``skipped`` (answered before this run), ``exit_code``, ``seconds`` of wall time, the container
-    ``settings`` it ran with (as the engine reported them), ``image_id``."""
+    ``settings`` it ran with (as the engine reported them), ``image_id``, and ``problems``: lines of
+    the responses file that belong to no requested sample, and images that could not be staged."""
 
     requested: int
     answered: int
@@ -63,23 +129,20 @@ class JobResult:
     seconds: float
     image_id: Optional[str] = None
     settings: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
 
 
 def answered_ids(responses: Path) -> set[str]:
-    """Sample ids with a response line (answers and error responses alike) in ``responses``. A final
-    line cut short by a kill (no ``\\n`` and not valid JSON) is ignored."""
-    out: set[str] = set()
-    p = Path(responses)
-    if not p.is_file():
-        return out
-    for raw in p.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            out.add(json.loads(raw)["sample_id"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return out
+    """Sample ids with a response line (answers, error responses and explained invalid lines alike)
+    in ``responses`` (:func:`pointfail.jobs.read_responses`). A final line cut short by a kill is
+    ignored.
+
+    Raises:
+        pointfail.jobs.JobFileError: the file is a symlink or not a regular file.
+    """
+    from pointfail.jobs import read_responses
+
+    return read_responses(responses).answered
 
 
 def host_has_gpu() -> bool:
@@ -97,61 +160,115 @@ def container_user() -> str:
     return f"{os.getuid()}:{os.getgid()}"
 
 
-def prepare_job_dir(job_dir: Path) -> None:
-    """Create the job directory and hand it to the container user (when the runner is root)."""
-    job_dir.mkdir(parents=True, exist_ok=True)
-    if os.getuid() == 0:
-        for p in [job_dir, *job_dir.iterdir()]:
-            os.chown(p, CONTAINER_UID, CONTAINER_UID)
+# ----------------------------------------------------------------------------------- job folder
 
 
-def hardened_kwargs(*, mem_limit: str, pids_limit: int = 512, tmpfs: Optional[dict] = None) -> dict:
-    """The confinement every pointfail container runs under, model jobs and tool jobs alike: the
-    non-root container user, no network, read-only root filesystem with a tmpfs ``/tmp`` (plus any
-    ``tmpfs`` given), all capabilities dropped, no-new-privileges, a memory limit with no swap beyond
-    it, a process limit, working directory ``/tmp``, detached."""
-    mounts = {"/tmp": "rw,nosuid,nodev,size=2g,mode=1777", **(tmpfs or {})}
-    return dict(user=container_user(), network_mode="none", read_only=True, tmpfs=mounts, cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit,
-                pids_limit=pids_limit, working_dir="/tmp", detach=True)
+def _is_plain_dir(p: Path) -> bool:
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        raise ContainerFailed(f"{p} exists and is not a plain folder (a symlink or a file); the runner does not "
+                              f"follow it; remove it to start the job afresh", exit_code=None, timed_out=False,
+                              log_tail=[])
+    return True
 
 
-def container_kwargs(*, family: str, job_dir: Path, weights_dir: Path, data_dirs: Iterable[Path] = (),
-                     batch_size: int = 1, mem_limit: str = "8g", gpu: bool = False,
-                     extra_args: Iterable[str] = ()) -> dict:
-    """The ``client.containers.create`` keyword arguments for one model job (see the module
-    docstring for each setting); the worker command line is the contract in ``docs/architecture.md``."""
-    from docker.types import DeviceRequest
+def prepare_job_dir(job_dir: Path) -> JobPaths:
+    """Create the job folder layout (module docstring) and return its paths.
 
-    volumes = {str(Path(job_dir).resolve()): {"bind": JOB_MOUNT, "mode": "rw"},
-               str(Path(weights_dir).resolve()): {"bind": WEIGHTS_MOUNT, "mode": "ro"}}
-    for i, d in enumerate(data_dirs):
-        volumes[str(Path(d).resolve())] = {"bind": f"{DATA_MOUNT}/{i}", "mode": "ro"}
-    command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{JOB_MOUNT}/requests.jsonl",
-               "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
-               "--device", "cuda" if gpu else "cpu", *extra_args]
-    kwargs = dict(
-        **hardened_kwargs(mem_limit=mem_limit),
-        command=command, volumes=volumes,
-        environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf",
-                     "XDG_CACHE_HOME": "/tmp/cache", "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
-        labels={"org.pointfail.job": str(Path(job_dir).resolve()), "org.pointfail.family": family},
-        name=f"pointfail-{family}-{uuid.uuid4().hex[:8]}",
-    )
-    if gpu:
-        kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    return kwargs
+    Every runner-owned folder is checked with ``lstat`` (a symlink in its place is refused). ``out/``
+    is created ``0755`` and, when the runner is root, given to the container user through its open
+    descriptor (``O_NOFOLLOW | O_DIRECTORY`` + ``fchown``); nothing inside it is touched.
+
+    Raises:
+        ContainerFailed: a runner-owned path is a symlink or not a folder.
+    """
+    paths = JobPaths(Path(job_dir))
+    for d in (paths.root, paths.requests_dir, paths.images, paths.no_weights):
+        if not _is_plain_dir(d):
+            d.mkdir(parents=(d == paths.root), mode=0o755)
+    if not _is_plain_dir(paths.out):
+        paths.out.mkdir(mode=0o755)
+    fd = os.open(paths.out, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.getuid() == 0:
+            os.fchown(fd, CONTAINER_UID, CONTAINER_UID)
+        os.fchmod(fd, 0o755)
+    finally:
+        os.close(fd)
+    return paths
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` to ``dst`` when it is a world-readable regular file on the same disk, else
+    copy its bytes into a new ``0644`` file (the source is opened with ``O_NOFOLLOW`` after its path
+    was resolved, so the file copied is the one checked)."""
+    from pointfail.safeio import open_regular
+
+    fd = open_regular(src, nofollow=True)
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o004 and st.st_dev == os.stat(dst.parent).st_dev:
+            try:
+                os.link(src, dst, follow_symlinks=False)
+                return
+            except OSError:
+                pass
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "rb", closefd=False) as fi, os.fdopen(out, "wb") as fo:
+            shutil.copyfileobj(fi, fo, 1 << 20)
+    finally:
+        os.close(fd)
+
+
+def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path]) -> tuple[list[dict], dict[str, str]]:
+    """Put each request's image into ``paths.images`` as ``<n><suffix>`` and point the request at
+    ``/images/<n><suffix>``. ``n`` is the request's position, ``suffix`` its image's suffix when it is
+    an image suffix (``.png``, ``.jpg``, ...), else ``.img``.
+
+    Args:
+        requests: request dicts whose ``image`` is a path on the host.
+        data_root: when given, every image's resolved path must be inside it.
+
+    Returns:
+        ``(staged_requests, errors)``: the requests that can run, and ``{sample_id: reason}`` for
+        those whose image is outside ``data_root``, missing or not a regular file.
+    """
+    from pointfail.safeio import UnsafeFileError
+
+    if paths.images.exists():
+        shutil.rmtree(paths.images)  # runner-owned, never mounted writable; rmtree does not follow links
+    paths.images.mkdir(mode=0o755)
+    root = Path(data_root).resolve() if data_root is not None else None
+    staged, errors = [], {}
+    for i, r in enumerate(requests):
+        src = Path(r["image"]).resolve()
+        if root is not None and not src.is_relative_to(root):
+            errors[r["sample_id"]] = f"image {r['image']} resolves to {src}, outside the data folder {root}"
+            continue
+        suffix = src.suffix.lower() if src.suffix.lower() in IMAGE_SUFFIXES else ".img"
+        name = f"{i:06d}{suffix}"
+        try:
+            _link_or_copy(src, paths.images / name)
+        except (OSError, UnsafeFileError) as e:
+            errors[r["sample_id"]] = f"image {r['image']} cannot be staged: {e}"
+            continue
+        staged.append({**r, "image": f"{IMAGES_MOUNT}/{name}"})
+    return staged, errors
+
+
+# ---------------------------------------------------------------------------------- permissions
 
 
 def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optional[Path]:
     """The first path under ``root`` (``root`` included) that user ``uid``/``gid`` could not read
     (a directory it cannot list and enter, a file it cannot read), by the permission bits; ``None``
-    when all are readable. A bind mount exposes ``root`` itself, so its parents do not matter.
-    Stops after ``limit`` entries."""
-    import stat
+    when all are readable. Symlinks are not followed. Stops after ``limit`` entries."""
 
     def ok(p: Path, need: int) -> bool:
-        st = p.stat()
+        st = os.lstat(p)
         if st.st_uid == uid:
             bits = need << 6
         elif st.st_gid == gid:
@@ -166,11 +283,11 @@ def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optio
     n = 0
     for dirpath, dirnames, filenames in os.walk(root):
         for d in dirnames:
-            if not ok(Path(dirpath, d), 0o5):
+            if not os.path.islink(os.path.join(dirpath, d)) and not ok(Path(dirpath, d), 0o5):
                 return Path(dirpath, d)
         for f in filenames:
             p = Path(dirpath, f)
-            if p.is_file() and not ok(p, 0o4):
+            if stat.S_ISREG(os.lstat(p).st_mode) and not ok(p, 0o4):
                 return p
         n += len(dirnames) + len(filenames)
         if n > limit:
@@ -178,179 +295,353 @@ def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optio
     return None
 
 
-def grant_read(root: Path) -> None:
-    """``chmod -R o+rX root``: read for others on every file, read and search on every directory."""
-    import stat
+def grant_read(root: Path, *, allowed_root: Optional[Path] = None) -> int:
+    """``chmod -R o+rX root`` without following anything: read for others on every regular file,
+    read and search on every folder, each changed through a descriptor opened with ``O_NOFOLLOW``
+    (symlinks, FIFOs and devices are skipped, never opened). Returns the number of entries changed.
 
-    for p in [Path(root), *Path(root).rglob("*")]:
-        if p.is_symlink():
+    Args:
+        allowed_root: ``root`` must resolve inside it (the study's declared weights root).
+
+    Raises:
+        ValueError: ``root`` is outside ``allowed_root``, or is itself a symlink.
+    """
+    root = Path(root)
+    if os.path.islink(root):
+        raise ValueError(f"{root} is a symlink; permissions are changed only on the folder itself")
+    if allowed_root is not None:
+        r, a = root.resolve(), Path(allowed_root).resolve()
+        if r != a and not r.is_relative_to(a):
+            raise ValueError(f"{root} is outside the declared root {a}; its permissions are not changed")
+    changed = 0
+
+    def fix(dir_fd: Optional[int], name: Union[str, Path]) -> Optional[int]:
+        nonlocal changed
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENXIO, errno.EACCES):
+                return None
+            raise
+        st = os.fstat(fd)
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            new = mode | 0o005
+        elif stat.S_ISREG(st.st_mode):
+            new = mode | (0o005 if mode & 0o111 else 0o004)
+        else:
+            os.close(fd)
+            return None
+        if new != mode:
+            os.fchmod(fd, new)
+            changed += 1
+        if stat.S_ISDIR(st.st_mode):
+            return fd
+        os.close(fd)
+        return None
+
+    stack = [fix(None, root)]
+    while stack:
+        dfd = stack.pop()
+        if dfd is None:
             continue
-        mode = stat.S_IMODE(p.stat().st_mode)
-        p.chmod(mode | (0o5 if p.is_dir() or mode & 0o111 else 0o4))
+        try:
+            for entry in os.scandir(dfd):
+                sub = fix(dfd, entry.name)
+                if sub is not None:
+                    stack.append(sub)
+        finally:
+            os.close(dfd)
+    return changed
+
+
+# ---------------------------------------------------------------------------------------- logs
+
+
+_VISIBLE = {i: f"\\x{i:02x}" for i in range(32) if i != 9}
+_VISIBLE[127] = "\\x7f"
+for _c in (0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069):
+    _VISIBLE[_c] = f"\\u{_c:04x}"
+for _c in range(0x80, 0xA0):
+    _VISIBLE[_c] = f"\\x{_c:02x}"
+
+
+def printable(line: str, limit: int = MAX_LOG_LINE_CHARS) -> str:
+    """``line`` safe for a terminal: control characters (escape sequences, carriage returns, C1
+    controls, bidirectional overrides) written as visible ``\\xNN``/``\\uNNNN``, cut to ``limit``
+    characters with a note of how many were cut."""
+    s = line.translate(_VISIBLE)
+    if len(s) > limit:
+        s = s[:limit] + f"…[+{len(s) - limit} chars]"
+    return s
+
+
+class _LogSink:
+    """Writes container log chunks to ``container.log`` (opened by the runner with ``O_NOFOLLOW``,
+    appended) up to ``cap`` bytes, and hands printable lines (at most ``cap`` bytes' worth) to
+    ``echo``; keeps the last lines for :class:`ContainerFailed`."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None], cap: int = MAX_CONTAINER_LOG_BYTES):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        self.echo, self.cap, self.kept, self.dropped = echo, cap, 0, 0
+        self.tail: deque[str] = deque(maxlen=40)
+        self.partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - self.kept
+        if room > 0:
+            part = chunk[:room]
+            os.write(self.fd, part)
+            self.kept += len(part)
+            self.dropped += len(chunk) - len(part)
+            data = self.partial + part
+            lines = data.split(b"\n")
+            self.partial = lines.pop()[-MAX_LOG_LINE_CHARS * 4:]
+            for raw in lines:
+                line = printable(raw.decode("utf-8", "replace").rstrip("\r"))
+                self.tail.append(line)
+                self.echo(line)
+            if self.kept >= self.cap:
+                self.echo(f"(container log reached {self.cap} bytes; the rest is not kept)")
+        else:
+            self.dropped += len(chunk)
+
+    def close(self) -> None:
+        if self.partial:
+            line = printable(self.partial.decode("utf-8", "replace"))
+            self.tail.append(line)
+            self.echo(line)
+        if self.dropped:
+            os.write(self.fd, f"\n[pointfail-runner: {self.dropped} more bytes of log were not kept]\n".encode())
+        os.close(self.fd)
+
+
+# ------------------------------------------------------------------------------------- running
+
+
+def hardened_kwargs(*, mem_limit: str, pids_limit: int = 512, tmpfs: Optional[dict] = None) -> dict:
+    """The confinement every pointfail container runs under, model jobs and tool jobs alike: the
+    non-root container user, no network, read-only root filesystem with a tmpfs ``/tmp`` (plus any
+    ``tmpfs`` given), all capabilities dropped, no-new-privileges, a memory limit with no swap beyond
+    it, a process limit, working directory ``/tmp``, detached."""
+    mounts = {"/tmp": "rw,nosuid,nodev,size=2g,mode=1777", **(tmpfs or {})}
+    return dict(user=container_user(), network_mode="none", read_only=True, tmpfs=mounts, cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], mem_limit=mem_limit, memswap_limit=mem_limit,
+                pids_limit=pids_limit, working_dir="/tmp", detach=True)
+
+
+def container_kwargs(*, family: str, job_dir: Path, weights_dir: Optional[Path] = None, batch_size: int = 1,
+                     mem_limit: str = "8g", gpu: bool = False, extra_args: Iterable[str] = ()) -> dict:
+    """The ``client.containers.create`` keyword arguments for one model job: the mounts of the
+    module docstring (``out/`` at ``/job`` read-write; ``requests.jsonl``'s folder at ``/requests``,
+    ``images/`` at ``/images`` and the weights at ``/weights``, all read-only) and the worker command
+    line of ``docs/architecture.md``."""
+    from docker.types import DeviceRequest
+
+    paths = JobPaths(Path(job_dir).resolve())
+    weights = Path(weights_dir).resolve() if weights_dir is not None else paths.no_weights
+    volumes = {str(paths.out): {"bind": JOB_MOUNT, "mode": "rw"},
+               str(paths.requests_dir): {"bind": REQUESTS_MOUNT, "mode": "ro"},
+               str(paths.images): {"bind": IMAGES_MOUNT, "mode": "ro"},
+               str(weights): {"bind": WEIGHTS_MOUNT, "mode": "ro"}}
+    command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{REQUESTS_MOUNT}/requests.jsonl",
+               "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
+               "--device", "cuda" if gpu else "cpu", *extra_args]
+    kwargs = dict(
+        **hardened_kwargs(mem_limit=mem_limit),
+        command=command, volumes=volumes,
+        environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf",
+                     "XDG_CACHE_HOME": "/tmp/cache", "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+        labels={"org.pointfail.job": str(paths.root), "org.pointfail.family": family},
+        name=f"pointfail-{family}-{uuid.uuid4().hex[:8]}",
+    )
+    if gpu:
+        kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return kwargs
 
 
 class _Progress:
-    """Counts answered ids in the responses file incrementally (reads only new bytes)."""
+    """Counts answered ids in the responses file incrementally (reads only new bytes, through a
+    descriptor opened with ``O_NOFOLLOW``; a symlink there counts nothing)."""
 
     def __init__(self, path: Path, wanted: set[str]):
         self.path, self.wanted, self.pos, self.buf, self.done = path, wanted, 0, b"", set()
 
     def poll(self) -> int:
+        import json
+
         try:
-            with open(self.path, "rb") as f:
-                f.seek(self.pos)
-                chunk = f.read()
-        except FileNotFoundError:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
             return 0
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return 0
+            f.seek(self.pos)
+            chunk = f.read(16 << 20)
         self.pos += len(chunk)
         lines = (self.buf + chunk).split(b"\n")
-        self.buf = lines.pop()
+        self.buf = lines.pop()[-(16 << 20):]
         new = 0
         for raw in lines:
             try:
                 sid = json.loads(raw)["sample_id"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue
-            if sid in self.wanted and sid not in self.done:
+            if isinstance(sid, str) and sid in self.wanted and sid not in self.done:
                 self.done.add(sid)
                 new += 1
         return new
 
 
 def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[dict],
-            weights_dir: Optional[Path] = None, data_dirs: Iterable[Path] = (), batch_size: int = 1,
+            weights_dir: Optional[Path] = None, data_root: Optional[Path] = None, batch_size: int = 1,
             mem_limit: str = "8g", wall_clock_s: float = 3600.0, gpu: Optional[bool] = None,
             extra_args: Iterable[str] = (), progress: bool = True, log: Callable[[str], None] = print,
             on_progress: Optional[Callable[[int, object], None]] = None,
-            fix_permissions: bool = False) -> JobResult:
+            fix_permissions: bool = False, weights_root: Optional[Path] = None) -> JobResult:
     """Run ``image`` (a family image whose entrypoint is ``python -m pointfail.worker``) over
-    ``requests`` in ``job_dir``.
+    ``requests`` in ``job_dir`` (layout in the module docstring).
 
     Args:
-        requests: request dicts in the worker's format (``sample_id``, ``image`` as a path *inside*
-            the container, ``prompt``, ``task``, ``max_new_tokens``); written to
-            ``job_dir/requests.jsonl``.
-        weights_dir: mounted read-only at ``/weights`` (an empty directory is mounted when None).
-        data_dirs: host directories mounted read-only at ``/data/0``, ``/data/1``, … in order.
+        requests: request dicts (``sample_id``, ``image`` as a path *on the host*, ``prompt``,
+            ``task``, ``max_new_tokens``); the images are staged into the job folder and the requests
+            written to ``requests.jsonl`` pointing at them.
+        weights_dir: mounted read-only at ``/weights`` (an empty folder when None).
+        data_root: every image must resolve inside it (else the sample is answered with an error
+            response saying so, and no container sees the file).
         wall_clock_s: seconds after which the runner kills the container.
         on_progress: called as ``on_progress(done, container)`` after each poll (tests use it to kill
             a container mid-run).
-        fix_permissions: when the runner is root and a read-only mount is not readable by the
-            container user, add read (and, for directories, search) permission for others
-            (``chmod -R o+rX``) instead of failing.
+        fix_permissions: when the runner is root and the weights are not readable by the container
+            user, add read (and, for folders, search) permission for others (:func:`grant_read`,
+            only inside ``weights_root``) instead of failing.
+        weights_root: the declared weights root (``fix_permissions`` never changes anything outside it).
 
     Returns:
         :class:`JobResult`. When every request already has a response no container is started.
 
     Raises:
-        ContainerFailed: non-zero exit, wall-clock kill, or the engine refused to start it.
+        ContainerFailed: non-zero exit, wall-clock kill, the engine refused to start it, or the
+            responses file is a symlink / not a regular file.
+        pointfail.jobs.JobBusy: another runner holds this job's lock.
     """
     from docker.errors import APIError, NotFound
     from tqdm import tqdm
 
-    job_dir = Path(job_dir).resolve()
-    prepare_job_dir(job_dir)
-    req_path, resp_path = job_dir / "requests.jsonl", job_dir / "responses.jsonl"
-    done_before = answered_ids(resp_path)
-    wanted = {r["sample_id"] for r in requests}
-    pending = [r for r in requests if r["sample_id"] not in done_before]
-    skipped = len(wanted & done_before)
-    if not pending:
-        log(f"[run] {family}: all {len(wanted)} samples already answered in {resp_path}; no container started")
-        return JobResult(len(wanted), len(wanted & done_before), skipped, 0, 0.0)
-    with open(req_path, "w", encoding="utf-8", newline="\n") as f:
-        for r in pending:
-            f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
-    empty = job_dir / ".no-weights"
-    if weights_dir is None:
-        empty.mkdir(exist_ok=True)
-    prepare_job_dir(job_dir)
-    if os.getuid() == 0:  # the container runs as 10001: every read-only mount must be readable by it
-        for src in [Path(weights_dir or empty), *data_dirs]:
-            bad = unreadable_by(Path(src), CONTAINER_UID, CONTAINER_UID)
+    from pointfail.jobs import JobFileError, JobLock, JobRequest, ResponseWriter, error_response, write_requests
+
+    paths = prepare_job_dir(Path(job_dir).resolve())
+    with JobLock(paths.lock, "job"):
+        try:
+            before = answered_ids(paths.responses)
+        except JobFileError as e:
+            raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        wanted = {r["sample_id"] for r in requests}
+        pending = [r for r in requests if r["sample_id"] not in before]
+        skipped = len(wanted & before)
+        if not pending:
+            log(f"[run] {family}: all {len(wanted)} samples already answered in {paths.responses}; "
+                "no container started")
+            return JobResult(len(wanted), len(wanted & before), skipped, 0, 0.0)
+        staged, stage_errors = stage_images(pending, paths, data_root)
+        problems = [f"{sid}: {why}" for sid, why in sorted(stage_errors.items())]
+        if stage_errors:
+            try:  # answered here, by the runner, before the container runs: nothing is lost
+                with ResponseWriter(paths.responses) as w:
+                    for sid, why in sorted(stage_errors.items()):
+                        w.write(error_response(sid, why))
+            except JobFileError as e:
+                raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        if not staged:
+            answered = len(answered_ids(paths.responses) & wanted)
+            return JobResult(len(wanted), answered, skipped, 0, 0.0, problems=problems)
+        write_requests(paths.requests,
+                       [JobRequest.model_validate(r) for r in staged])
+        if weights_dir is not None and os.getuid() == 0:  # the container runs as 10001: weights must be readable
+            bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
             if bad is not None and fix_permissions:
-                grant_read(Path(src))
-                log(f"[run] made {src} readable by others (o+rX) for the container user")
-                bad = unreadable_by(Path(src), CONTAINER_UID, CONTAINER_UID)
+                try:
+                    n = grant_read(Path(weights_dir), allowed_root=weights_root)
+                except ValueError as e:
+                    raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+                log(f"[run] made {n} entries of {weights_dir} readable by others (o+rX) for the container user")
+                bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
             if bad is not None:
                 raise ContainerFailed(f"{bad} is not readable by the container user {CONTAINER_UID} "
-                                      f"(make it world-readable: chmod -R o+rX {src})", exit_code=None,
+                                      f"(make it world-readable: chmod -R o+rX {weights_dir})", exit_code=None,
                                       timed_out=False, log_tail=[])
-    use_gpu = host_has_gpu() if gpu is None else gpu
-    kwargs = container_kwargs(family=family, job_dir=job_dir, weights_dir=Path(weights_dir or empty),
-                              data_dirs=data_dirs, batch_size=batch_size, mem_limit=mem_limit, gpu=use_gpu,
-                              extra_args=extra_args)
-    tail: deque[str] = deque(maxlen=40)
-    log_file = job_dir / "container.log"
-    t0 = time.monotonic()
-    container = None
-    timed_out = False
-    exit_code: Optional[int] = None
-    settings: dict = {}
-    image_id = None
-    prog = _Progress(resp_path, {r["sample_id"] for r in pending})
-    bar = tqdm(total=len(wanted), initial=skipped, unit="sample", desc=family, disable=not progress,
-               dynamic_ncols=True)
-    try:
+        use_gpu = host_has_gpu() if gpu is None else gpu
+        kwargs = container_kwargs(family=family, job_dir=paths.root, weights_dir=weights_dir, batch_size=batch_size,
+                                  mem_limit=mem_limit, gpu=use_gpu, extra_args=extra_args)
+        t0 = time.monotonic()
+        container = None
+        timed_out = False
+        exit_code: Optional[int] = None
+        settings: dict = {}
+        image_id = None
+        prog = _Progress(paths.responses, {r["sample_id"] for r in staged})
+        bar = tqdm(total=len(wanted), initial=len(wanted) - len(staged), unit="sample", desc=family,
+                   disable=not progress, dynamic_ncols=True)
+        echo = (lambda line: tqdm.write(f"[{family}] {line}")) if progress else (lambda line: log(f"[{family}] {line}"))
+        sink = _LogSink(paths.log, echo)
         try:
-            container = client.containers.create(image, **kwargs)
-            container.start()
-        except APIError as e:
-            raise ContainerFailed(f"could not start {image}: {e}", exit_code=None, timed_out=False,
-                                  log_tail=[]) from e
-        container.reload()
-        image_id = container.image.id
-        settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
+            try:
+                container = client.containers.create(image, **kwargs)
+                container.start()
+            except APIError as e:
+                raise ContainerFailed(f"could not start {image}: {e}", exit_code=None, timed_out=False,
+                                      log_tail=[]) from e
+            container.reload()
+            image_id = container.image.id
+            settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
 
-        def _stream() -> None:
-            with open(log_file, "ab") as lf:
+            def _stream() -> None:
                 try:
                     for chunk in container.logs(stream=True, follow=True):
-                        lf.write(chunk)
-                        lf.flush()
-                        for line in chunk.decode("utf-8", "replace").splitlines():
-                            tail.append(line)
-                            if progress:
-                                tqdm.write(f"[{family}] {line}")
-                            else:
-                                log(f"[{family}] {line}")
+                        sink.feed(chunk)
                 except (APIError, NotFound, OSError, ValueError):
                     return
 
-        streamer = threading.Thread(target=_stream, daemon=True)
-        streamer.start()
-        deadline = t0 + wall_clock_s
-        while True:
+            streamer = threading.Thread(target=_stream, daemon=True)
+            streamer.start()
+            deadline = t0 + wall_clock_s
+            while True:
+                bar.update(prog.poll())
+                if on_progress is not None:
+                    on_progress(len(prog.done), container)
+                container.reload()
+                if container.status in ("exited", "dead"):
+                    exit_code = container.attrs["State"]["ExitCode"]
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    container.kill()
+                    exit_code = None
+                    break
+                time.sleep(0.25)
+            streamer.join(timeout=5)
             bar.update(prog.poll())
-            if on_progress is not None:
-                on_progress(len(prog.done), container)
-            container.reload()
-            if container.status in ("exited", "dead"):
-                exit_code = container.attrs["State"]["ExitCode"]
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                container.kill()
-                exit_code = None
-                break
-            time.sleep(0.25)
-        streamer.join(timeout=5)
-        bar.update(prog.poll())
-    finally:
-        bar.close()
-        if container is not None:
-            try:
-                container.remove(force=True)
-            except NotFound:
-                pass
-    seconds = round(time.monotonic() - t0, 3)
-    answered = len(answered_ids(resp_path) & wanted)
-    if timed_out:
-        raise ContainerFailed(f"{family}: killed at the wall-clock limit of {wall_clock_s:.0f} s "
-                              f"({answered}/{len(wanted)} answered; responses kept in {resp_path})",
-                              exit_code=None, timed_out=True, log_tail=list(tail)[-20:])
-    if exit_code != 0:
-        raise ContainerFailed(f"{family}: container exited with {exit_code} "
-                              f"({answered}/{len(wanted)} answered; responses kept in {resp_path})",
-                              exit_code=exit_code, timed_out=False, log_tail=list(tail)[-20:])
-    return JobResult(len(wanted), answered, skipped, exit_code, seconds, image_id, settings)
+        finally:
+            bar.close()
+            sink.close()
+            if container is not None:
+                try:
+                    container.remove(force=True)
+                except NotFound:
+                    pass
+        seconds = round(time.monotonic() - t0, 3)
+        tail = list(sink.tail)[-20:]
+        try:
+            answered = len(answered_ids(paths.responses) & wanted)
+        except JobFileError as e:
+            raise ContainerFailed(f"{family}: {e}", exit_code=exit_code, timed_out=timed_out, log_tail=tail) from None
+        if timed_out:
+            raise ContainerFailed(f"{family}: killed at the wall-clock limit of {wall_clock_s:.0f} s "
+                                  f"({answered}/{len(wanted)} answered; responses kept in {paths.responses})",
+                                  exit_code=None, timed_out=True, log_tail=tail)
+        if exit_code != 0:
+            raise ContainerFailed(f"{family}: container exited with {exit_code} "
+                                  f"({answered}/{len(wanted)} answered; responses kept in {paths.responses})",
+                                  exit_code=exit_code, timed_out=False, log_tail=tail)
+        return JobResult(len(wanted), answered, skipped, exit_code, seconds, image_id, settings, problems)

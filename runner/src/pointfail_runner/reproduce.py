@@ -89,14 +89,17 @@ def run_tool(client, image: str, command: list[str], rw_dir: Path, *, wall_clock
             pass
 
 
-def generator_command(bench: dict) -> list[str]:
-    """The ``pointfail generate`` arguments (the suites image's entrypoint) for one study benchmark."""
-    cmd = [bench["generator"], "--n", str(int(bench["n"])), "--seed", str(int(bench["seed"])),
-           "--out", f"{SUITE_MOUNT}/{bench['name']}"]
-    if bench["generator"] == "web" and bench.get("pages"):
-        cmd += ["--pages", str(bench["pages"])]
-    if bench.get("absent_share"):
-        cmd += ["--absent-share", repr(float(bench["absent_share"]))]
+def generator_command(bench) -> list[str]:
+    """The ``pointfail generate`` arguments (the suites image's entrypoint) for one study benchmark
+    (a :class:`pointfail.study.BenchmarkSpec`, or a mapping with the same keys)."""
+    from pointfail.study import BenchmarkSpec
+
+    b = bench if isinstance(bench, BenchmarkSpec) else BenchmarkSpec.model_validate(dict(bench, loader="suite"))
+    cmd = [b.generator, "--n", str(b.n), "--seed", str(b.seed), "--out", f"{SUITE_MOUNT}/{b.name}"]
+    if b.generator == "web" and b.pages:
+        cmd += ["--pages", b.pages]
+    if b.absent_share:
+        cmd += ["--absent-share", repr(float(b.absent_share))]
     return cmd
 
 
@@ -177,27 +180,29 @@ def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publi
     (content and environment apart, :func:`compare_manifest`). A missing committed manifest (or
     ``publish``) is written instead. Returns one :class:`SuiteCheck` per suite."""
     checks: list[SuiteCheck] = []
-    committed = study.path.parent
-    for b in [b for b in study.benchmarks if b.get("generator")]:
-        dest = data_root / b["name"]
+    from pointfail.study import inside
+
+    committed = study.dir
+    for b in [b for b in study.benchmarks if b.generator]:
+        dest = inside(data_root, b.name, f"benchmark {b.name} data")
         if dest.exists():
             shutil.rmtree(dest)
         run_tool(client, image, generator_command(b), data_root, log=log)
         manifest = dest / "manifest.json"
-        committed_manifest = committed / "suites" / f"{b['name']}.manifest.json"
+        committed_manifest = committed / "suites" / f"{b.name}.manifest.json"
         if publish or not committed_manifest.exists():
             committed_manifest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(manifest, committed_manifest)
             log(f"[data] wrote {committed_manifest}")
-            checks.append(SuiteCheck(b["name"], committed_manifest, None))
+            checks.append(SuiteCheck(b.name, committed_manifest, None))
             continue
         cmp = compare_manifest(manifest, committed_manifest)
-        checks.append(SuiteCheck(b["name"], committed_manifest, cmp))
+        checks.append(SuiteCheck(b.name, committed_manifest, cmp))
         if cmp.content_matches:
-            log(f"[data] suite {b['name']}: content matches {_shown(committed_manifest, repo)}"
+            log(f"[data] suite {b.name}: content matches {_shown(committed_manifest, repo)}"
                 + (f" ({len(cmp.environment)} environment version(s) differ)" if cmp.environment else ""))
         else:
-            log(f"[data] suite {b['name']}: {len(cmp.content)} content difference(s) from "
+            log(f"[data] suite {b.name}: {len(cmp.content)} content difference(s) from "
                 f"{_shown(committed_manifest, repo)}")
     return checks
 
@@ -246,35 +251,37 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
-    committed = study.path.parent.resolve()
+    committed = study.dir.resolve()
     work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name
     # Studies that need weights or data on disk: check first, before any image is built.
-    generated = [b for b in study.benchmarks if b.get("generator")]
-    needs_external = [b for b in study.benchmarks if not b.get("generator")]
-    if needs_external or any(m["family"] not in ("center", "ocr") for m in study.models):
+    from pointfail.study import Roots
+
+    roots = Roots.for_study(study, repo, data=data_root)
+    generated = [b for b in study.benchmarks if b.generator]
+    needs_external = [b for b in study.benchmarks if not b.generator]
+    if needs_external or any(m.family not in ("center", "ocr") for m in study.models):
         missing = []
         for b in needs_external:
-            d = (study.path.parent / b["data_dir"]) if b.get("data_dir") else data_root / b["name"]
+            d = roots.data_dir(b)
             if not d.is_dir():
                 d = d.relative_to(repo) if d.is_relative_to(repo) else d
-                missing.append(f"data {b['name']}: {d} <- pointfail data fetch {b['loader']} --to {d}")
+                missing.append(f"data {b.name}: {d} <- pointfail data fetch {b.loader} --to {d}")
         for m in study.models:
-            if m["family"] in ("center", "ocr"):
+            if m.family in ("center", "ocr") or m.kind != "container":
                 continue
-            w = (repo / m["weights"]) if m.get("weights") else repo / "weights" / m["name"]
+            w = roots.weights_dir(m)
             if not w.is_dir():
                 w = w.relative_to(repo) if w.is_relative_to(repo) else w
-                rev = m.get("revision") or "<pin a 40-hex commit in study.toml first>"
-                missing.append(f"weights {m['name']}: {w} <- huggingface-cli download {m.get('checkpoint')} "
+                rev = m.revision or "<pin a 40-hex commit in study.toml first>"
+                missing.append(f"weights {m.name}: {w} <- huggingface-cli download {m.checkpoint} "
                                f"--revision {rev} --local-dir {w}")
-            if not m.get("revision"):
-                missing.append(f"revision {m['name']}: not pinned in {study_file}")
-        judge = study.raw.get("judge", {})
-        if study.raw.get("study", {}).get("primary_judge") == "ollama" and not os.environ.get("OLLAMA_HOST"):
+            if not m.revision:
+                missing.append(f"revision {m.name}: not pinned in {study_file}")
+        if study.study.primary_judge == "ollama" and not os.environ.get("OLLAMA_HOST"):
             missing.append(f"judge: OLLAMA_HOST is not set <- make -C images/judge pull-model serve "
-                           f"(model {judge.get('ollama_model')}), then export OLLAMA_HOST=http://HOST:11434")
+                           f"(model {study.judge.ollama_model}), then export OLLAMA_HOST=http://HOST:11434")
         if missing:
             raise ReproduceError(f"study {study.name} cannot run here; missing before any work:\n  "
                                  + "\n  ".join(missing))
@@ -294,7 +301,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     timed("base image", lambda: bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log))
 
     def build_all():
-        names = sorted({m["image"] for m in study.models} | ({SUITES_IMAGE} if generated else set()))
+        names = sorted({m.image for m in study.models} | ({SUITES_IMAGE} if generated else set()))
         built = {}
         for name in names:
             built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log)
@@ -312,11 +319,9 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         if records != committed:
             records.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(study.path, records / "study.toml")
-        for b in study.benchmarks:
-            for m in study.models:
-                (records / m["name"]).mkdir(parents=True, exist_ok=True)
-        run_study(study.path, repo=repo, data_root=data_root.relative_to(repo) if data_root.is_relative_to(repo)
-                  else data_root, work_root=work / "jobs", records_root=records, variant=variant,
+        for m in study.models:
+            (records / m.name).mkdir(parents=True, exist_ok=True)
+        run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
                   wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client, log=log)
 
     timed("runs (one model container at a time)", runs)

@@ -1,108 +1,42 @@
 """Run a study's models over its benchmarks and write records (issue 4: ``pointfail-runner run
---study FILE``; the study format is ``records/<study>/study.toml`` in ``docs/architecture.md``).
+--study FILE``; the study format is :mod:`pointfail.study`).
 
 For each model (one container at a time, in the study's order) and each benchmark:
 
-1. load the samples with ``pointfail.benchmarks.load(loader, data_dir)``;
+1. load the samples with ``pointfail.benchmarks.load(loader, data_dir)``, where ``data_dir`` is the
+   benchmark's folder inside the declared data root (:class:`pointfail.study.Roots`);
 2. build each prompt with ``pointfail.prompts.build_prompt(family, sample)``;
-3. write the requests (image paths rewritten to the read-only data mount) and run the model's image
-   with :func:`pointfail_runner.container.run_job` (samples already answered are skipped);
-4. turn every response into a record with ``pointfail.scoring.build_record`` and write
-   ``records/<study>/<model>/<benchmark>.jsonl`` (canonical, sorted by sample id).
+3. run the model's image over the requests with :func:`pointfail_runner.container.run_job` (only the
+   images are staged for the container; samples already answered are skipped);
+4. read the responses with :func:`pointfail.jobs.read_responses` (a hostile line becomes an explained
+   ``error`` outcome for its sample; a sample with no line becomes one too), turn each into a record
+   with ``pointfail.scoring.build_record`` and write ``records/<study>/<model>/<benchmark>.jsonl``
+   atomically (canonical, sorted by sample id).
 
-The core library is imported lazily (this package has no torch and imports pointfail only here).
-Job directories live under ``work/<study>/<model>/<benchmark>/`` (not committed).
+Job folders live under the work root (``work/<study>/<model>/<benchmark>/``, not committed). Every
+path comes from :class:`~pointfail.study.Roots`, so nothing a study names can lead outside the data,
+weights, work and records roots.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
+
+from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, load_study
 
 from . import container as cmod
 from . import images as imod
 from . import locks
 
+__all__ = ["StudyError", "load_study", "run_study", "repo_relative"]
+
 PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
 
-
-class StudyError(RuntimeError):
-    """The study cannot run: bad study file, unknown model or benchmark name, missing data or weights
-    (every missing item is listed, with what provides it), or a failed model container."""
+NO_WEIGHTS_FAMILIES = ("center", "ocr")
 
 
-@dataclass
-class Study:
-    """A parsed ``study.toml``: ``name``, ``benchmarks`` and ``models`` (lists of tables as written),
-    ``path`` of the file and the whole ``raw`` mapping."""
-
-    name: str
-    benchmarks: list[dict]
-    models: list[dict]
-    path: Path
-    raw: dict
-
-
-def load_study(path: Path) -> Study:
-    """Read and check a study file.
-
-    Raises:
-        StudyError: unreadable TOML, no ``[study].name``, a benchmark without ``name``/``loader`` or
-            a model without ``name``/``family``/``image``.
-    """
-    p = Path(path)
-    try:
-        raw = tomllib.loads(p.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise StudyError(f"cannot read study file {p}: {e}") from e
-    name = raw.get("study", {}).get("name")
-    if not name:
-        raise StudyError(f"{p}: [study] name is missing")
-    problems = []
-    for b in raw.get("benchmarks", []):
-        problems += [f"benchmark {b.get('name', '?')}: no {k}" for k in ("name", "loader") if not b.get(k)]
-    for m in raw.get("models", []):
-        required = ("name", "family", "base_url", "model") if m.get("kind") == "server" else ("name", "family", "image")
-        problems += [f"model {m.get('name', '?')}: no {k}" for k in required if not m.get(k)]
-        if m.get("kind") not in (None, "container", "server"):
-            problems.append(f"model {m.get('name', '?')}: kind must be container or server, not {m.get('kind')!r}")
-    if problems:
-        raise StudyError(f"{p}: " + "; ".join(problems))
-    return Study(name, list(raw.get("benchmarks", [])), list(raw.get("models", [])), p, raw)
-
-
-def _select(items: list[dict], names: Optional[list[str]], what: str) -> list[dict]:
-    if not names:
-        return items
-    known = {i["name"]: i for i in items}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise StudyError(f"unknown {what}: {', '.join(unknown)} (study has: {', '.join(known)})")
-    return [known[n] for n in names]
-
-
-def container_image_path(host_path: str, data_dirs: list[Path]) -> str:
-    """Map an image path on the host to its path inside the container (``/data/<i>/<relative>``),
-    where ``data_dirs[i]`` is the first mounted directory that contains it.
-
-    Raises:
-        StudyError: the image is under none of the mounted directories.
-    """
-    p = Path(host_path).resolve()
-    for i, d in enumerate(data_dirs):
-        try:
-            rel = p.relative_to(d)
-        except ValueError:
-            continue
-        return f"{cmod.DATA_MOUNT}/{i}/{rel.as_posix()}"
-    raise StudyError(f"image {p} is outside the mounted data directories {[str(d) for d in data_dirs]}")
-
-
-def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: dict):
+def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: ContainerModel):
     from pointfail.records import Provenance
 
     try:
@@ -116,11 +50,11 @@ def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[st
     packages = {k: pins[k] for k in PROVENANCE_PACKAGES if k in pins}
     if lock.is_file():
         packages["lock_sha256"] = locks.file_sha256(lock)
-    return Provenance(pointfail_version=version, checkpoint=model.get("checkpoint") or None,
-                      model_revision=model.get("revision") or None, image_digest=image_id, packages=packages)
+    return Provenance(pointfail_version=version, checkpoint=model.checkpoint or None,
+                      model_revision=model.revision or None, image_digest=image_id, packages=packages)
 
 
-def _served_provenance(model: dict):
+def _served_provenance(model: ServerModel):
     """Provenance of a served model's records: the checkpoint (the study's ``checkpoint``, else the
     server's model name), its revision, no image digest (the server is not ours), and the version of
     the ``openai`` client that talked to it."""
@@ -134,12 +68,12 @@ def _served_provenance(model: dict):
         version = getattr(pointfail, "__version__", None)
     except ImportError:  # pragma: no cover
         version = None
-    return Provenance(pointfail_version=version, checkpoint=model.get("checkpoint") or model["model"],
-                      model_revision=model.get("revision") or None, image_digest=None,
+    return Provenance(pointfail_version=version, checkpoint=model.checkpoint or model.model,
+                      model_revision=model.revision or None, image_digest=None,
                       packages={"openai": openai.__version__})
 
 
-def _run_served_job(model: dict, job: Path, requests: list[dict], *, progress: bool,
+def _run_served_job(model: ServerModel, job: Path, requests: list[dict], *, progress: bool,
                     log: Callable[[str], None]) -> None:
     """Answer a job through the model's server (``kind = "server"``): the requests (image paths on this
     machine) go to ``job/requests.jsonl``, :func:`pointfail.served.backend.run_served` appends
@@ -150,30 +84,26 @@ def _run_served_job(model: dict, job: Path, requests: list[dict], *, progress: b
     """
     from pydantic import ValidationError
 
-    from pointfail.records import append_jsonl
+    from pointfail.jobs import JobRequest, write_requests
     from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
     from pointfail.served.options import ServedOptions
 
     try:
-        options = ServedOptions.model_validate(model.get("options", {}))
-        served = ServedModel(model["base_url"], model["model"], model["family"], model.get("api_key_env"), options)
+        options = ServedOptions.model_validate(model.options)
+        served = ServedModel(model.base_url, model.model, model.family, model.api_key_env, options)
     except (ValidationError, ValueError) as e:
-        raise StudyError(f"model {model['name']}: {e}") from e
+        raise StudyError(f"model {model.name}: {e}") from e
     job.mkdir(parents=True, exist_ok=True)
     req = job / "requests.jsonl"
-    tmp = job / "requests.jsonl.tmp"
-    tmp.unlink(missing_ok=True)
-    for r in requests:
-        append_jsonl(tmp, r)
-    os.replace(tmp, req)
-    log(f"[run] {model['name']}: {len(requests)} samples through {model['model']} at {model['base_url']}")
+    write_requests(req, [JobRequest.model_validate(r) for r in requests])
+    log(f"[run] {model.name}: {len(requests)} samples through {model.model} at {model.base_url}")
     try:
         s = run_served(served, req, job / "responses.jsonl", progress=progress)
     except ServerUnavailable as e:
-        raise StudyError(f"model {model['name']}: {e}") from e
+        raise StudyError(f"model {model.name}: {e}") from e
     except ValueError as e:
-        raise StudyError(f"model {model['name']}: {e}") from e
-    log(f"[run] {model['name']}: {s.answered} answered ({s.refused} refused or filtered), {s.errors} errors, "
+        raise StudyError(f"model {model.name}: {e}") from e
+    log(f"[run] {model.name}: {s.answered} answered ({s.refused} refused or filtered), {s.errors} errors, "
         f"{s.skipped} already answered, {s.requests} requests, {s.transport_failures} transport failures")
 
 
@@ -194,6 +124,12 @@ def repo_relative(record, repo: Path):
     return record
 
 
+def needs_weights(model: ContainerModel) -> bool:
+    """Whether the model runs from a weights folder: every family but the weight-free baselines,
+    and any model that names a checkpoint."""
+    return bool(model.checkpoint) or model.family not in NO_WEIGHTS_FAMILIES
+
+
 def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = None,
               benchmarks: Optional[list[str]] = None, data_root: Optional[Path] = None,
               weights_root: Optional[Path] = None, work_root: Optional[Path] = None,
@@ -204,17 +140,22 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
     """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
 
-    Data for a benchmark is read from its ``data_dir`` key (relative to the study file) or
-    ``data_root/<benchmark name>`` (default ``repo/data/<study>/``); weights from a model's ``weights``
-    key or ``weights_root/<model name>`` (default ``repo/weights``). Every missing data directory or
-    weights directory is listed before any container runs.
+    Roots (:class:`pointfail.study.Roots`): data ``data_root`` (default ``repo/data/<study>``), weights
+    ``weights_root`` (default ``repo/weights``), jobs ``work_root`` (default ``repo/work/<study>``),
+    records ``records_root`` (default beside the study file). A benchmark's data is
+    ``<data root>/<data_dir or name>``, a model's weights ``<weights root>/<weights or name>``; each
+    must resolve inside its root. Every missing data or weights folder is listed before any container
+    runs.
 
     Raises:
-        StudyError: see the class; ``ContainerFailed`` is re-raised as StudyError after the records of
-            the completed jobs were written (responses of the failed job are kept for the rerun).
+        StudyError: a bad study file (every problem named), a path outside its root, missing data or
+            weights, a served model (run by the server runner, not here); ``ContainerFailed`` is
+            re-raised as StudyError after the records of the completed jobs were written (responses
+            of the failed job are kept for the rerun).
     """
     from pointfail.benchmarks import load as load_benchmark
     from pointfail.families import get_family
+    from pointfail.jobs import JobBusy, JobFileError, read_responses
     from pointfail.prompts import build_prompt
     from pointfail.records import Response, write_records
     from pointfail.scoring import build_record
@@ -223,95 +164,97 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
-    sel_models = _select(study.models, models, "model(s)")
-    sel_benchmarks = _select(study.benchmarks, benchmarks, "benchmark(s)")
-    data_root = Path(data_root or repo / "data" / study.name)
-    weights_root = Path(weights_root or repo / "weights")
-    work_root = Path(work_root or repo / "work" / study.name)
-    records_root = Path(records_root or study.path.parent)
+    roots = Roots.for_study(study, repo, data=data_root, weights=weights_root, work=work_root, records=records_root)
+    sel_models = study.select_models(models)
+    sel_benchmarks = study.select_benchmarks(benchmarks)
+    if not sel_models or not sel_benchmarks:
+        raise StudyError(f"{study.path}: nothing to run (the study lists {len(study.models)} model(s) and "
+                         f"{len(study.benchmarks)} benchmark(s))")
     variant = variant or ("cuda" if cmod.host_has_gpu() else "cpu")
 
     missing = []
     data_dirs: dict[str, Path] = {}
     for b in sel_benchmarks:
-        d = (study.path.parent / b["data_dir"]) if b.get("data_dir") else data_root / b["name"]
-        data_dirs[b["name"]] = d.resolve()
+        d = roots.data_dir(b)
+        data_dirs[b.name] = d
         if not d.is_dir():
-            missing.append(f"data for {b['name']}: {d} (make data STUDY={study.name})")
+            missing.append(f"data for {b.name}: {d} (make data STUDY={study.name})")
     weights: dict[str, Optional[Path]] = {}
     for m in sel_models:
-        fam = get_family(m["family"])
-        if m.get("kind") == "server":
-            weights[m["name"]] = None
+        if isinstance(m, ServerModel):
+            weights[m.name] = None
             continue
-        needs = bool(m.get("checkpoint")) or m["family"] not in ("center", "ocr")
-        if getattr(fam, "backend", None) is None and m["family"] not in ("center", "ocr"):
-            missing.append(f"model {m['name']}: family {m['family']} has no worker backend")
-        w = Path(m["weights"]) if m.get("weights") else weights_root / m["name"]
-        weights[m["name"]] = w.resolve() if needs else None
-        if needs and not w.is_dir():
-            missing.append(f"weights for {m['name']} ({m.get('checkpoint') or m['family']}): {w} "
-                           f"(pointfail data fetch-weights or huggingface-cli download {m.get('checkpoint', '')})")
+        fam = get_family(m.family)
+        if getattr(fam, "backend", None) is None and m.family not in NO_WEIGHTS_FAMILIES:
+            missing.append(f"model {m.name}: family {m.family} has no worker backend")
+        w = roots.weights_dir(m) if needs_weights(m) else None
+        weights[m.name] = w
+        if w is not None and not w.is_dir():
+            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {w} "
+                           f"(huggingface-cli download {m.checkpoint} --local-dir {w})")
     if missing:
         raise StudyError("missing before any work:\n  " + "\n  ".join(missing))
 
-    if any(m.get("kind") != "server" for m in sel_models):
+    if any(isinstance(m, ContainerModel) for m in sel_models):
         client = client or ensure_engine()
     out: dict[str, dict[str, int]] = {}
-    samples_by_bench = {b["name"]: load_benchmark(b["loader"], data_dirs[b["name"]], limit=limit or b.get("limit"))
+    samples_by_bench = {b.name: load_benchmark(b.loader, data_dirs[b.name], limit=limit or b.limit)
                         for b in sel_benchmarks}
     for m in sel_models:
-        fam = get_family(m["family"])
-        served = m.get("kind") == "server"
+        fam = get_family(m.family)
+        served = isinstance(m, ServerModel)
         if served:
-            built = None
-            prov = _served_provenance(m)
+            built, prov = None, _served_provenance(m)
         else:
-            built = imod.ensure_image(client, repo, m["image"], variant=variant, wheelhouse=wheelhouse,
+            built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
                                       base_lock=base_lock, log=log)
-            prov = _provenance(repo, m["image"], variant, built.id, m)
-        out[m["name"]] = {}
+            prov = _provenance(repo, m.image, variant, built.id, m)
+        out[m.name] = {}
         for b in sel_benchmarks:
-            samples = samples_by_bench[b["name"]]
-            mounts = [data_dirs[b["name"]]]
+            samples = samples_by_bench[b.name]
             prompts, requests = {}, []
             for s in samples:
                 pr = build_prompt(fam, s)
                 prompts[s.sample_id] = pr
-                image = str(Path(s.image.path).resolve()) if served else container_image_path(s.image.path, mounts)
-                requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent, "task": s.task,
-                                 "max_new_tokens": int(m.get("max_new_tokens", 128))})
-            job = work_root / m["name"] / b["name"]
+                image = str(Path(s.image.path).resolve()) if served else s.image.path
+                requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent,
+                                 "task": s.task, "max_new_tokens": m.max_new_tokens})
+            job = roots.job_dir(m, b)
+            problems: list[str] = []
             if served:
                 _run_served_job(m, job, requests, progress=progress, log=log)
+                responses_file = job / "responses.jsonl"
             else:
-                extra = ["--revision", m["revision"]] if m.get("revision") else []
-                log(f"[run] {m['name']} on {b['name']}: {len(requests)} samples, image {built.tag}")
+                extra = ["--revision", m.revision] if m.revision else []
+                log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
                 try:
-                    cmod.run_job(client, built.tag, family=m["family"], job_dir=job, requests=requests,
-                                 weights_dir=weights[m["name"]], data_dirs=mounts,
-                                 batch_size=int(batch_size or m.get("batch_size", 1)), mem_limit=mem_limit,
-                                 wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
-                                 fix_permissions=fix_permissions)
+                    res = cmod.run_job(client, built.tag, family=m.family, job_dir=job, requests=requests,
+                                       weights_dir=weights[m.name], data_root=data_dirs[b.name],
+                                       batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
+                                       wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
+                                       fix_permissions=fix_permissions, weights_root=roots.weights)
                 except cmod.ContainerFailed as e:
-                    raise StudyError(f"model {m['name']} on {b['name']} failed: {e}") from e
-            responses = {}
-            for raw in (job / "responses.jsonl").read_bytes().split(b"\n"):
-                try:
-                    r = json.loads(raw)
-                except ValueError:
-                    continue
-                responses.setdefault(r.get("sample_id"), r)
+                    raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
+                except JobBusy as e:
+                    raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+                problems = res.problems
+                responses_file = cmod.JobPaths(job).responses
+            try:
+                got = read_responses(responses_file, [s.sample_id for s in samples])
+            except JobFileError as e:
+                raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+            for line in [*problems, *got.problems][:50]:
+                log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
             records = []
             for s in samples:
-                r = responses.get(s.sample_id)
-                if r is None:
-                    raise StudyError(f"{m['name']} on {b['name']}: no response for {s.sample_id}")
-                resp = Response(**{k: r.get(k) for k in Response.model_fields})
-                records.append(build_record(study=study.name, model=m["name"], family=m["family"], sample=s,
+                r = got.response_for(s.sample_id)
+                resp = (r.as_record_response() if r is not None else
+                        Response(error="no response line for this sample in responses.jsonl (the worker exited "
+                                       "without answering it)"))
+                records.append(build_record(study=study.name, model=m.name, family=m.family, sample=s,
                                             prompt=prompts[s.sample_id], response=resp, provenance=prov,
-                                            base_dir=data_dirs[b["name"]]))
-            dest = records_root / m["name"] / f"{b['name']}.jsonl"
-            out[m["name"]][b["name"]] = write_records(dest, [repo_relative(r, repo) for r in records])
+                                            base_dir=data_dirs[b.name]))
+            dest = roots.records_file(m, b)
+            out[m.name][b.name] = write_records(dest, [repo_relative(r, repo) for r in records])
             log(f"[run] wrote {len(records)} records to {dest}")
     return out

@@ -98,14 +98,16 @@ def _read_config(d: Path) -> tuple[str, dict[str, Any]]:
     config: dict[str, Any] = {}
     toml_path = d / "study.toml"
     if toml_path.is_file():
-        import tomllib
+        from pointfail.study import StudyError, load_study as load_study_file
 
-        with open(toml_path, "rb") as f:
-            raw = tomllib.load(f)
-        config = dict(raw.get("aggregate", {}))
+        try:
+            spec = load_study_file(toml_path)
+        except StudyError as e:
+            raise AggregateError(str(e)) from None
+        config = spec.aggregate.model_dump()
         # the study's own name, so tables regenerated in another directory (make reproduce writes
         # under work/) carry the same title bytes as the committed ones
-        name = str(raw.get("study", {}).get("name") or name)
+        name = spec.name
     return name, config
 
 

@@ -127,13 +127,18 @@ Cohen's kappa, and how often the judge abstained.""",
 
 
 def _study_config(records_dir: Path) -> dict[str, Any]:
-    import tomllib
+    """``{"study": {...}, "judge": {...}}`` of the records folder's ``study.toml`` read through
+    :func:`pointfail.study.load_study` (``{}`` when there is none).
+
+    Raises:
+        pointfail.study.StudyError: the file breaks the study format."""
+    from pointfail.study import load_study
 
     p = records_dir / "study.toml"
     if not p.is_file():
         return {}
-    with open(p, "rb") as f:
-        return tomllib.load(f)
+    spec = load_study(p)
+    return {"study": spec.study.model_dump(exclude_unset=True), "judge": spec.judge.model_dump(exclude_unset=True)}
 
 
 def make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: int = 1) -> Any:
@@ -182,7 +187,13 @@ def _judge(args: argparse.Namespace) -> int:
     if not root.is_dir():
         print(f"pointfail judge: not a directory: {root}", file=sys.stderr)
         return 2
-    cfg = _study_config(root)
+    from pointfail.study import StudyError
+
+    try:
+        cfg = _study_config(root)
+    except StudyError as e:
+        print(f"pointfail judge: {e}", file=sys.stderr)
+        return 2
     primary = cfg.get("study", {}).get("primary_judge")
     jcfg = cfg.get("judge", {})
     kind = args.judge or primary or "oracle"

@@ -42,8 +42,6 @@ then the working directory.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,29 +145,10 @@ def apply_judgment(record: Record, judgment: Judgment, role: str) -> None:
 
 
 def atomic_write_records(path: Union[str, Path], records: list[Record]) -> None:
-    """Write records canonically (``records.write_records``) to a temporary file beside ``path``,
-    fsync it, and ``os.replace`` it over ``path`` (mode 0644), so a crash leaves either the old or
-    the new file, never a partial one."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write_records(tmp, records)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:
-        dfd = os.open(p.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # directories cannot be fsynced on some platforms
-        pass
+    """Write records canonically and atomically (``records.write_records``: a temporary file beside
+    ``path``, fsync, ``os.replace``, mode 0644), so a crash leaves either the old or the new file,
+    never a partial one."""
+    write_records(path, records)
 
 
 def _pending(judge_name: str, reason: str) -> Judgment:
