@@ -61,3 +61,73 @@ def test_missing_weights_are_a_clear_error(tmp_path):
         load_backend("qwen2_5_vl", str(tmp_path), "cpu")
     with pytest.raises(WorkerError, match="--weights DIR is required"):
         load_backend("internvl3", None, "cpu")
+
+
+# ------------------------------------------------------------------ remote code pinned to content
+
+
+def _remote_code_weights(root: Path) -> Path:
+    w = root / "molmo-w"
+    w.mkdir()
+    (w / "config.json").write_text(json.dumps({"model_type": "molmo", "auto_map": {
+        "AutoModelForCausalLM": "modeling_molmo.MolmoForCausalLM"}}), encoding="utf-8")
+    # the checkpoint's own code: importing it leaves a marker, so a test can tell whether it ran
+    (w / "modeling_molmo.py").write_text(f"open({str(root / 'ran.txt')!r}, 'w').write('ran')\n", encoding="utf-8")
+    (w / "model.safetensors").write_bytes(b"\x00" * 64)
+    return w
+
+
+def test_molmo_refuses_remote_code_without_a_manifest(tmp_path, monkeypatch):
+    monkeypatch.delenv("POINTFAIL_WEIGHTS_MANIFEST", raising=False)
+    w = _remote_code_weights(tmp_path)
+    with pytest.raises(BackendError, match="refusing without a weights manifest"):
+        load_molmo(str(w), "cpu", revision=SHA)
+
+
+def test_planted_or_changed_code_is_refused_before_it_runs(tmp_path):
+    from pointfail.backends.manifest import verify_weights, write_weights_manifest
+
+    w = _remote_code_weights(tmp_path)
+    man = tmp_path / "molmo.manifest.json"
+    m = write_weights_manifest(w, man)
+    assert sorted(m["files"]) == ["config.json", "model.safetensors", "modeling_molmo.py"]
+    assert verify_weights(w, man) == 3
+    (w / "sub").mkdir()
+    (w / "sub" / "helper.py").write_text("import os\n")  # planted after download
+    with pytest.raises(BackendError, match=r"sub/helper.py: not in the manifest"):
+        load_molmo(str(w), "cpu", revision=SHA, weights_manifest=str(man))
+    (w / "sub" / "helper.py").unlink()
+    (w / "modeling_molmo.py").write_text("open('/tmp/x', 'w')\n")  # changed code, same name
+    with pytest.raises(BackendError, match=r"modeling_molmo.py: content differs from the manifest"):
+        load_molmo(str(w), "cpu", revision=SHA, weights_manifest=str(man))
+    (w / "modeling_molmo.py").unlink()
+    (w / "modeling_molmo.py").symlink_to(tmp_path / "elsewhere.py")
+    with pytest.raises(BackendError, match=r"modeling_molmo.py \(a symlink\)"):
+        verify_weights(w, man)
+    assert not (tmp_path / "ran.txt").exists()  # nothing from the folder ran
+
+
+def test_a_matching_manifest_lets_loading_proceed(tmp_path):
+    from pointfail.backends.manifest import write_weights_manifest
+
+    w = _remote_code_weights(tmp_path)
+    man = tmp_path / "molmo.manifest.json"
+    write_weights_manifest(w, man)
+    with pytest.raises(Exception) as ei:  # past the gate: transformers itself fails on this fake checkpoint
+        load_molmo(str(w), "cpu", revision=SHA, weights_manifest=str(man))
+    assert not isinstance(ei.value, BackendError) and "processor" in str(ei.value)
+
+
+def test_weights_manifest_command(tmp_path):
+    import subprocess
+    import sys
+
+    w = _remote_code_weights(tmp_path)
+    out = tmp_path / "m.json"
+    p = subprocess.run([sys.executable, "-m", "pointfail", "weights-manifest", str(w), "--out", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "3 files" in p.stdout
+    (w / "extra.py").write_text("x = 1\n")
+    p = subprocess.run([sys.executable, "-m", "pointfail", "weights-manifest", str(w), "--check", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "extra.py: not in the manifest" in p.stderr

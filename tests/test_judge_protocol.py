@@ -105,3 +105,66 @@ def test_schema_enumerates_the_labels():
     assert LABEL_SCHEMA["properties"]["label"]["enum"] == list(FAILURE_MODES)
     for a, b in itertools.combinations(FAILURE_MODES, 2):
         assert read_label(f'{{"label": "{a}", "alt": "{b}"}}')[1] == "rejected_two_labels"
+
+
+# ------------------------------------------------------------------------------------ bounded reading
+
+import re as _re  # noqa: E402
+
+from pointfail.judge.protocol import cap_reply  # noqa: E402
+from pointfail.limits import MAX_JUDGE_REPLY_CHARS  # noqa: E402
+
+_PLAIN_NEGATION = _re.compile(
+    r"(?<![a-z0-9])(?:not|no|never|none|neither|nor|without|non|cannot"
+    r"|(?:is|are|was|were|do|does|did|has|have|had|could|would|should|ca|wo)n'?t)"
+    r"(?:[^a-z0-9]+[a-z0-9']+){0,2}[^a-z0-9]*$"
+)
+_PLAIN_CLAUSE_END = _re.compile(r"[.,;:!?\n]")
+
+
+def _plain_read_label(reply):
+    """The reading rule as first written (quadratic in repeated labels): the reference for the linear one."""
+    import unicodedata
+
+    if reply is None or not reply.strip():
+        return None, "rejected_empty"
+    text = unicodedata.normalize("NFKC", reply).lower().replace("\u2019", "'")
+    pats = {lab: _re.compile(r"(?<![a-z0-9])" + r"[\s_\-]*".join(map(_re.escape, lab.split("_"))) + r"(?![a-z0-9])")
+            for lab in FAILURE_MODES}
+    found = {lab: list(p.finditer(text)) for lab, p in pats.items()}
+    found = {k: v for k, v in found.items() if v}
+    if not found:
+        return None, "rejected_no_label"
+    if len(found) > 1:
+        return None, "rejected_two_labels"
+    (label, matches), = found.items()
+    for m in matches:
+        before = text[: m.start()]
+        cut = max((c.end() for c in _PLAIN_CLAUSE_END.finditer(before)), default=0)
+        if _PLAIN_NEGATION.search(before[cut:]):
+            return None, "rejected_negated"
+    return label, "accepted"
+
+
+_WORDS = st.sampled_from(["not", "no", "isn't", "can't", "cant", "never", "none", "nor", "a", "very", "clearly",
+                          "x'y", "'", "''", " ", "  ", ", ", ". ", "\n", "-", "_", "**", "hallucinated",
+                          "off by pixels", "wrong instance", "wrong_category", "it", "is", "sure"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_WORDS, max_size=14).map("".join))
+def test_linear_reader_agrees_with_the_plain_rule(text):
+    assert read_label(text) == _plain_read_label(text)
+
+
+def test_reading_is_bounded_and_linear_in_the_reply():
+    # a huge reply is read from its first MAX_JUDGE_REPLY_CHARS characters (time per KB: bench/parse.py)
+    assert read_label("hallucinated " * 400_000) == ("hallucinated", "accepted")
+    assert read_label("not " * 300_000 + "hallucinated") == (None, "rejected_no_label")
+    assert read_label("not " + "'" * 1_000_000 + " hallucinated") == (None, "rejected_no_label")
+    assert read_label("not " + "'" * 2000 + " hallucinated") == (None, "rejected_negated")
+    assert read_label("x" * MAX_JUDGE_REPLY_CHARS + " hallucinated") == (None, "rejected_no_label")
+    assert read_label("hallucinated " * 10_000) == ("hallucinated", "accepted")
+    stored = cap_reply("hallucinated " * 10_000)
+    assert len(stored) == MAX_JUDGE_REPLY_CHARS + len("…[cut: 130000 chars]") and stored.endswith("…[cut: 130000 chars]")
+    assert cap_reply("wrong_instance") == "wrong_instance" and cap_reply(None) == ""

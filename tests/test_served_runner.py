@@ -51,13 +51,13 @@ name = "served15"
 [[benchmarks]]
 name = "pbt"
 loader = "pointerbench-text"
-data_dir = "{data}"
+data_dir = "{data.name}"
 
 [[models]]
 name = "container"
 family = "qwen2_5_vl"
 image = "qwen2_5_vl"
-weights = "{ckpt}"
+weights = "{ckpt.name}"
 max_new_tokens = 24
 
 [[models]]
@@ -73,9 +73,10 @@ options = {{ resize = "server", factor = 28, min_pixels = 3136, max_pixels = 125
 
 
 def _runner(study: Path, root: Path, *models: str) -> list[str]:
+    # data_dir and weights in the study are relative to the declared data and weights roots
     return [sys.executable, "-m", "pointfail_runner", "--repo", str(REPO), "run", "--study", str(study), "--work",
-            str(root / "work"), "--records", str(root / "records"), "--variant", "cpu", "--no-progress",
-            "--models", *models]
+            str(root / "work"), "--records", str(root / "records"), "--data-root", str(root), "--weights-root",
+            str(root), "--variant", "cpu", "--no-progress", "--models", *models]
 
 
 def _comparable(record) -> str:

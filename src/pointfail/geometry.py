@@ -69,7 +69,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from pointfail.limits import MAX_MASK_BYTES, MAX_MASK_PIXELS
 from pointfail.records import BoxScore, Target
+from pointfail.safeio import UnsafeFileError, open_binary, read_regular_file
 
 __all__ = [
     "GeometryError",
@@ -146,7 +148,7 @@ def image_size(path: str | Path) -> tuple[int, int]:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as im:
+        with open_binary(path) as f, Image.open(f) as im:  # a FIFO or device is refused, not opened
             w, h = im.size
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise ImageError(f"cannot read image {path}: {e}") from None
@@ -341,6 +343,9 @@ def _decode(path: Path, data: bytes) -> np.ndarray:
 
     try:
         with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+            if w * h > MAX_MASK_PIXELS:  # from the header, before any pixel is decoded
+                raise MaskError(f"mask {path} is {w}x{h} pixels, more than the limit of {MAX_MASK_PIXELS} pixels")
             im.load()
             arr = binarize_mask_image(im)
     except MaskError as e:
@@ -356,8 +361,10 @@ def _load_mask_info(
     path: str | Path, expected_size: Optional[Sequence[int]] = None, allow_rescale: bool = False
 ) -> _MaskInfo:
     p = Path(path)
-    try:
-        data = p.read_bytes()
+    try:  # type and size are checked on the open file before a byte is read (FIFO, /dev/zero, huge)
+        data = read_regular_file(p, MAX_MASK_BYTES)
+    except UnsafeFileError as e:
+        raise MaskError(f"cannot read mask {e}") from None
     except OSError as e:
         raise MaskError(f"cannot read mask {p}: {e.strerror or e}") from None
     sha = hashlib.sha256(data).hexdigest()
@@ -420,7 +427,9 @@ def load_mask(
 
     Raises:
         MaskError: missing, unreadable or corrupt file, or an unsupported image mode (names the
-            file).
+            file); not a regular file (a FIFO, ``/dev/zero``, a directory: refused before reading),
+            more than :data:`~pointfail.limits.MAX_MASK_BYTES` bytes, or more than
+            :data:`~pointfail.limits.MAX_MASK_PIXELS` pixels by its header (refused before decoding).
         MaskSizeError: the size differs from ``expected_size`` and no same-aspect rescale was
             declared (names both sizes as width x height).
     """

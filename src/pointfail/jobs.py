@@ -28,7 +28,7 @@ Request line::
 Response line::
 
     {"sample_id", "raw_text": str | null, "model_input_size": [W, H] | null, "prompt_tokens",
-     "output_tokens", "seconds", "error": null | "<reason>"}
+     "output_tokens", "seconds", "error": null | "<reason>"[, "served": {...}]}
 
 For served models (``kind = "server"`` in the study) the host process that talks to the server uses
 the same :class:`ResponseWriter` and :func:`read_responses`, so resume and the one-writer rule are the
@@ -50,6 +50,7 @@ from typing import Any, Iterable, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pointfail.limits import MAX_RESPONSE_LINE_BYTES, MAX_RESPONSE_RAW_TEXT_CHARS
+from pointfail.records import ServedInfo
 from pointfail.safeio import atomic_write_bytes
 
 __all__ = [
@@ -119,6 +120,8 @@ class JobResponse(BaseModel):
     output_tokens: Optional[int] = Field(default=None, ge=0, le=10_000_000)
     seconds: Optional[float] = Field(default=None, ge=0, allow_inf_nan=False)
     error: Optional[str] = Field(default=None, max_length=4000)
+    served: Optional[ServedInfo] = None
+    """How a served model answered (``kind = "server"`` models only; left out of the line when None)."""
 
     @field_validator("sample_id", "raw_text", "error")
     @classmethod
@@ -137,6 +140,8 @@ class JobResponse(BaseModel):
         from pointfail.records import canonical_json
 
         d = self.model_dump(mode="json")
+        if d.get("served") is None:
+            d.pop("served", None)
         return canonical_json(d).encode("utf-8")
 
     def as_record_response(self):

@@ -38,6 +38,9 @@ MAX_MASK_BYTES = 64 << 20
 MAX_MASK_PIXELS = 1 << 27
 """Pixels of a decoded mask (134 M: a 16k x 8k mask), checked from the image header before decoding."""
 
+MAX_IMAGE_BYTES = 256 << 20
+"""Bytes of an image file a loader, the worker or the judge renderer opens (256 MiB)."""
+
 MAX_STUDY_BYTES = 1 << 20
 """Bytes of a study file (1 MiB)."""
 

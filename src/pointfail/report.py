@@ -58,16 +58,14 @@ def profile_counts(comp: Counts) -> list[tuple[str, str, dict[str, int], int]]:
 
 def failure_profile_html(study_dir: str | Path, comp: Counts, tables: dict[str, bytes]) -> str:
     """The failure profile as one self-contained page (see the module docstring)."""
-    import tomllib
-
+    from pointfail.study import load_study
     from pointfail.view.pages import study_page_html
 
     d = Path(study_dir)
     name, description = d.resolve().name, ""
     if (d / "study.toml").is_file():
-        with open(d / "study.toml", "rb") as f:
-            st = tomllib.load(f).get("study", {})
-        name, description = str(st.get("name") or name), str(st.get("description", ""))
+        st = load_study(d / "study.toml").study
+        name, description = st.name, st.description
     errors = sum(comp.cells[(m, POOLED)].error for m in comp.models)
     summary = {"records": sum(comp.cells[(m, POOLED)].n for m in comp.models) + errors, "models": len(comp.models),
                "benchmarks": len(comp.benchmarks), "errors": errors}

@@ -36,6 +36,7 @@ __all__ = [
     "UnsafeFileError",
     "read_regular_file",
     "open_regular",
+    "open_binary",
     "open_under",
     "atomic_write_bytes",
     "fsync_dir",
@@ -115,6 +116,17 @@ def read_regular_file(path: PathLike, max_bytes: int, *, nofollow: bool = False,
     if len(data) > max_bytes:
         raise UnsafeFileError(path, f"grew past the limit of {max_bytes} bytes while being read")
     return data
+
+
+def open_binary(path: PathLike, *, max_bytes: Optional[int] = None, nofollow: bool = False):
+    """A binary file object for ``path`` after the checks of :func:`open_regular` (regular file, at
+    most ``max_bytes``, no symlink with ``nofollow``): hand it to a library such as Pillow instead of
+    the path, so a FIFO or device is refused before the library touches it.
+
+    Raises:
+        UnsafeFileError / OSError: as :func:`open_regular`.
+    """
+    return os.fdopen(open_regular(path, nofollow=nofollow, max_bytes=max_bytes), "rb")
 
 
 def check_regular_path(path: PathLike, max_bytes: Optional[int] = None) -> os.stat_result:

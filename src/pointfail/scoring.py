@@ -298,7 +298,23 @@ def build_record(
                       error=f"scoring: mask {sample.target.mask_path} is empty (no pixel in the target after "
                             f"binarization; see geometry.binarize_mask_image)")
     official = _official_score(sample, parse, region)
+    bad = _non_finite(geometry, official)
+    if bad:  # never a record that cannot be written (the parser already drops overflowing coordinates)
+        return Record(**common, parse=parse, outcome="error",
+                      error=f"scoring: {bad} is not a finite number (coordinates too large to measure)")
     return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official)
+
+
+def _non_finite(geometry: Geometry, official: Optional[OfficialScore]) -> Optional[str]:
+    """The name of the first geometry or official-score value that is NaN or infinite, else ``None``."""
+    values = {"geometry.distance_px": geometry.distance_px, "geometry.distance_norm": geometry.distance_norm,
+              "official.score": official.score if official is not None else None}
+    if geometry.box is not None:
+        values.update({f"geometry.box.{k}": getattr(geometry.box, k) for k in ("iou", "coverage", "precision")})
+    for name, v in values.items():
+        if v is not None and not math.isfinite(v):
+            return name
+    return None
 
 
 class ScoreResult(BaseModel):

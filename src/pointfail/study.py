@@ -236,20 +236,23 @@ class ContainerModel(_ModelBase):
 
     ``image`` names ``images/<image>/`` (an identifier); ``checkpoint`` the hub id (informative);
     ``revision`` empty or a full 40-hex commit; ``weights`` relative to the weights root (default:
-    the model's name); ``max_new_tokens`` 1-32768 (default 128); ``batch_size`` 1-4096 (default 1)."""
+    the model's name); ``weights_manifest`` (relative to the study's folder) the sha256 manifest of
+    the weights taken at download time, required for families that run the checkpoint's own code
+    (Molmo v1); ``max_new_tokens`` 1-32768 (default 128); ``batch_size`` 1-4096 (default 1)."""
 
     kind: Literal["container"] = "container"
     image: Name
     checkpoint: str = Field(default="", max_length=200)
     revision: str = ""
     weights: Optional[RelPath] = None
+    weights_manifest: Optional[RelPath] = None
 
     @field_validator("image")
     @classmethod
     def _image_name(cls, v: str) -> str:
         return check_name(v)
 
-    @field_validator("weights")
+    @field_validator("weights", "weights_manifest")
     @classmethod
     def _relative(cls, v: Optional[str]) -> Optional[str]:
         return None if v is None else safe_relative(v)

@@ -203,8 +203,11 @@ def _open_image(path: Optional[str]):
 
     if not path:
         raise ValueError("request has no image path")
+    from pointfail.limits import MAX_IMAGE_BYTES
+    from pointfail.safeio import open_binary
+
     try:
-        with Image.open(path) as im:
+        with open_binary(path, max_bytes=MAX_IMAGE_BYTES) as f, Image.open(f) as im:
             im.load()
             return im.convert("RGB")
     except FileNotFoundError:
@@ -363,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="used for requests that carry no max_new_tokens (default %(default)s)")
     p.add_argument("--revision", default=None,
                    help="pinned model revision (40-hex commit); required for remote-code families (molmo)")
+    p.add_argument("--weights-manifest", default=None,
+                   help="sha256 manifest of the weights folder taken at download time; remote-code families "
+                        "(molmo) load only when the folder matches it")
     return p
 
 
@@ -378,6 +384,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise WorkerError(f"--batch-size must be >= 1, got {args.batch_size}")
         read_requests(args.requests, args.max_new_tokens)  # fail fast, before loading a model
         options = {"revision": args.revision} if args.revision else {}
+        if args.weights_manifest:
+            options["weights_manifest"] = args.weights_manifest
         t0 = time.perf_counter()
         backend = load_backend(args.family, args.weights, args.device, **options)
         log.info("loaded family %s (%s) in %.1f s", args.family, getattr(backend, "name", "?"), time.perf_counter() - t0)

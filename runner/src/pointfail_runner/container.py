@@ -499,7 +499,8 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             mem_limit: str = "8g", wall_clock_s: float = 3600.0, gpu: Optional[bool] = None,
             extra_args: Iterable[str] = (), progress: bool = True, log: Callable[[str], None] = print,
             on_progress: Optional[Callable[[int, object], None]] = None,
-            fix_permissions: bool = False, weights_root: Optional[Path] = None) -> JobResult:
+            fix_permissions: bool = False, weights_root: Optional[Path] = None,
+            weights_manifest: Optional[Path] = None) -> JobResult:
     """Run ``image`` (a family image whose entrypoint is ``python -m pointfail.worker``) over
     ``requests`` in ``job_dir`` (layout in the module docstring).
 
@@ -517,6 +518,8 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             user, add read (and, for folders, search) permission for others (:func:`grant_read`,
             only inside ``weights_root``) instead of failing.
         weights_root: the declared weights root (``fix_permissions`` never changes anything outside it).
+        weights_manifest: a weights manifest (:mod:`pointfail.backends.manifest`) copied next to the
+            requests and passed as ``--weights-manifest`` (remote-code families load only with it).
 
     Returns:
         :class:`JobResult`. When every request already has a response no container is started.
@@ -558,6 +561,11 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             return JobResult(len(wanted), answered, skipped, 0, 0.0, problems=problems)
         write_requests(paths.requests,
                        [JobRequest.model_validate(r) for r in staged])
+        if weights_manifest is not None:
+            from pointfail.safeio import atomic_write_bytes, read_regular_file
+
+            atomic_write_bytes(paths.requests_dir / "weights.manifest.json", read_regular_file(weights_manifest, 16 << 20))
+            extra_args = [*extra_args, "--weights-manifest", f"{REQUESTS_MOUNT}/weights.manifest.json"]
         if weights_dir is not None and os.getuid() == 0:  # the container runs as 10001: weights must be readable
             bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
             if bad is not None and fix_permissions:

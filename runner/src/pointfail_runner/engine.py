@@ -27,15 +27,22 @@ class EngineError(RuntimeError):
     """No Docker Engine answers and none could be started; the message says what to run."""
 
 
+API_TIMEOUT_S = 300
+"""HTTP timeout of the client :func:`ensure_engine` returns: the short ping timeout would make every
+later call (create, reload, logs) fail on a busy machine."""
+
+
 def _ping(timeout: float):
-    """Return a connected ``docker.DockerClient`` or ``None`` when the engine does not answer."""
+    """Return a connected ``docker.DockerClient`` (with :data:`API_TIMEOUT_S` for later calls) or
+    ``None`` when the engine does not answer a ping within ``timeout`` seconds."""
     import docker
     from docker.errors import DockerException
 
     try:
-        client = docker.from_env(timeout=int(max(timeout, 1)))
-        client.ping()
-        return client
+        probe = docker.from_env(timeout=int(max(timeout, 1)))
+        probe.ping()
+        probe.close()
+        return docker.from_env(timeout=API_TIMEOUT_S)
     except (DockerException, OSError, ValueError):
         return None
 

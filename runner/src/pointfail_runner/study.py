@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, load_study
+from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, inside, load_study
 
 from . import container as cmod
 from . import images as imod
@@ -34,6 +34,10 @@ __all__ = ["StudyError", "load_study", "run_study", "repo_relative"]
 PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
 
 NO_WEIGHTS_FAMILIES = ("center", "ocr")
+
+REMOTE_CODE_BACKENDS = ("pointfail.backends.molmo",)
+"""Backends that run the checkpoint's own code (``trust_remote_code``): they load only with a weights
+manifest (``weights_manifest`` in the study; :mod:`pointfail.backends.manifest`)."""
 
 
 def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: ContainerModel):
@@ -189,6 +193,14 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
             missing.append(f"model {m.name}: family {m.family} has no worker backend")
         w = roots.weights_dir(m) if needs_weights(m) else None
         weights[m.name] = w
+        if getattr(fam, "backend", None) in REMOTE_CODE_BACKENDS and not m.weights_manifest:
+            missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
+                           f"record one right after download (pointfail weights-manifest {w} --out "
+                           f"{study.dir}/weights/{m.name}.manifest.json) and name it as weights_manifest")
+        elif m.weights_manifest:
+            man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest")
+            if not man.is_file():
+                missing.append(f"weights manifest for {m.name}: {man}")
         if w is not None and not w.is_dir():
             missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {w} "
                            f"(huggingface-cli download {m.checkpoint} --local-dir {w})")
@@ -232,7 +244,9 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                                        weights_dir=weights[m.name], data_root=data_dirs[b.name],
                                        batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
                                        wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
-                                       fix_permissions=fix_permissions, weights_root=roots.weights)
+                                       fix_permissions=fix_permissions, weights_root=roots.weights,
+                                       weights_manifest=(inside(study.dir, m.weights_manifest, "weights_manifest")
+                                                         if m.weights_manifest else None))
                 except cmod.ContainerFailed as e:
                     raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
                 except JobBusy as e:

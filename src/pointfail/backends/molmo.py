@@ -4,7 +4,12 @@ Molmo v1 has no class in transformers; its checkpoints ship their own modelling 
 ``trust_remote_code=True``. Running code from a checkpoint is only acceptable when the code is
 pinned: this backend **refuses** to load unless a revision is given (``--revision``, or the
 ``POINTFAIL_MODEL_REVISION`` environment variable) that is a full 40-hex commit id, and, when the
-weights directory is a hub snapshot directory (named by its commit), that the two agree. The remote
+weights directory is a hub snapshot directory (named by its commit), that the two agree; and unless
+the weights folder matches, file for file and byte for byte, a weights manifest taken when it was
+downloaded (``--weights-manifest FILE`` or ``POINTFAIL_WEIGHTS_MANIFEST``;
+:mod:`pointfail.backends.manifest`): a revision names what was asked for, the manifest pins what
+runs. Both checks happen before transformers is imported, so no code from the folder runs when one
+fails. The remote
 code needs the transformers 4.4x-4.5x line (issue 4; it is why Molmo v1 gets its own image).
 
 Generation follows the model card: ``processor.process(images=[image], text=prompt)``, a batch
@@ -73,11 +78,21 @@ class MolmoBackend(TorchBackend):
 
 
 def load(weights_dir: Optional[str], device: str = "auto", revision: Optional[str] = None,
-         **options: Any) -> MolmoBackend:
-    """Load Molmo v1 from ``weights_dir`` with remote code at a pinned ``revision`` (see the module
-    docstring). Raises :class:`BackendError` when the revision is missing or does not match."""
+         weights_manifest: Optional[str] = None, **options: Any) -> MolmoBackend:
+    """Load Molmo v1 from ``weights_dir`` with remote code at a pinned ``revision``, after checking the
+    folder against ``weights_manifest`` (see the module docstring). Raises :class:`BackendError` when
+    the revision is missing or does not match, when no manifest is given, or when the folder differs
+    from it (a planted or changed file)."""
+    from pointfail.backends.manifest import verify_weights
+
     path = check_weights_dir(weights_dir)
     rev = pinned_revision(path, revision)
+    manifest = weights_manifest or os.environ.get("POINTFAIL_WEIGHTS_MANIFEST")
+    if not manifest:
+        raise BackendError("molmo runs the checkpoint's own code (trust_remote_code); refusing without a weights "
+                           "manifest taken at download time: pass --weights-manifest FILE (make one with "
+                           "`pointfail weights-manifest DIR --out FILE` right after downloading)")
+    verify_weights(path, manifest)
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoProcessor

@@ -7,13 +7,17 @@ need them.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import unicodedata
 from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pointfail.records import ImageRef, canonical_json, sha256_bytes, sha256_file
+from pointfail.limits import MAX_IMAGE_BYTES, MAX_MASK_BYTES
+from pointfail.records import ImageRef, canonical_json, sha256_bytes
+from pointfail.safeio import UnsafeFileError, open_binary, read_regular_file
 
 __all__ = [
     "BenchmarkError",
@@ -123,6 +127,24 @@ def nfc(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
+def contained(root: Path, relative: str) -> Path | None:
+    """``root / relative`` when ``relative`` (a name from a benchmark's metadata) is a relative path
+    with no ``..``, ``.`` or empty component, no backslash or NUL, and the joined path, with every
+    symlink resolved, is still inside ``root``; else ``None`` (the caller reports the row). A
+    benchmark row can name files in its dataset folder and nothing else (issue 12)."""
+    rel = str(relative)
+    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        return None
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return None
+    p = root / rel
+    try:
+        r, q = root.resolve(), p.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+    return p if q.is_relative_to(r) else None
+
+
 class NfcIndex:
     """Files of one directory (recursively) keyed by their NFC-normalized path relative to it, so a
     name written in NFD on disk and NFC in the metadata (or the reverse) still matches.
@@ -135,9 +157,15 @@ class NfcIndex:
         self.root = root
         self.files: dict[str, Path] = {}
         self.collisions: dict[str, list[Path]] = {}
+        self.outside: list[Path] = []
+        """Files (symlinks) under ``root`` that resolve outside it: never returned by :meth:`find`."""
         if root.is_dir():
+            real = root.resolve()
             for p in sorted(root.rglob("*")):
                 if p.is_file():
+                    if not p.resolve().is_relative_to(real):
+                        self.outside.append(p)
+                        continue
                     key = nfc(p.relative_to(root).as_posix())
                     if key in self.files:
                         self.collisions.setdefault(key, [self.files[key]]).append(p)
@@ -165,10 +193,16 @@ def image_ref(path: Path, *, expected_size: tuple[int, int] | None = None,
     """
     from PIL import Image, UnidentifiedImageError
 
-    try:
-        with Image.open(path) as im:
-            w, h = im.size
-    except (OSError, UnidentifiedImageError) as e:
+    sha = hashlib.sha256()
+    try:  # a FIFO, device or oversized file is refused before Pillow or the hash reads it
+        with open_binary(path, max_bytes=MAX_IMAGE_BYTES) as f:
+            with Image.open(f) as im:
+                w, h = im.size
+            if hash_file:
+                f.seek(0)
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    sha.update(chunk)
+    except (OSError, UnidentifiedImageError, UnsafeFileError) as e:
         msg = f"unreadable image {path}: {e}"
         if problems is None:
             raise BenchmarkError("image", [msg], [str(path)]) from None
@@ -181,7 +215,7 @@ def image_ref(path: Path, *, expected_size: tuple[int, int] | None = None,
         problems.add(msg, path)
         return None
     return ImageRef(path=path.as_posix(), width=int(w), height=int(h),
-                    sha256=sha256_file(path) if hash_file else None)
+                    sha256=sha.hexdigest() if hash_file else None)
 
 
 class MaskCheck(NamedTuple):
@@ -213,12 +247,13 @@ def check_mask(path: Path, image_size: tuple[int, int], threshold: int = 127) ->
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
-    try:
-        sha = sha256_file(path)
-    except OSError as e:
+    try:  # type and size checked before reading (a FIFO or /dev/zero never hangs the loader)
+        data = read_regular_file(path, MAX_MASK_BYTES)
+    except (OSError, UnsafeFileError) as e:
         return MaskCheck(None, None, f"unreadable mask {path}: {e}")
+    sha = hashlib.sha256(data).hexdigest()
     try:
-        with Image.open(path) as im:
+        with Image.open(io.BytesIO(data)) as im:
             if im.size != tuple(image_size):
                 return MaskCheck(sha, None, f"mask {path} is {im.size[0]}x{im.size[1]}, its image is "
                                             f"{image_size[0]}x{image_size[1]}")

@@ -27,12 +27,16 @@ see ``docs/architecture.md``. Their images are required.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.records import ImageRef, Sample, Target
 
-from ._common import BenchmarkError, Problems, boxes_sha256, check_box, image_ref, read_json, read_jsonl, row_problem
+from pointfail.study import NAME_PATTERN
+
+from ._common import (BenchmarkError, Problems, boxes_sha256, check_box, contained, image_ref, read_json, read_jsonl,
+                      row_problem)
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
 AXES = ("answer_type", "data_type", "category", "ui_style", "language", "surface", "difficulty",
@@ -110,7 +114,10 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
             problems.add(f"{where}: image_size {size!r} is not [W, H]")
             continue
         W, H = int(size[0]), int(size[1])
-        img_path = test / str(row["file_name"])
+        img_path = contained(test, str(row["file_name"]))
+        if img_path is None:
+            problems.add(f"{where}: file_name {str(row['file_name'])[:200]!r} is not a file name inside {test}")
+            continue
         if img_path.is_file():
             img = image_ref(img_path, expected_size=(W, H), problems=problems)
             if img is None:
@@ -129,7 +136,12 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
         if suite:
             sg = row.get("scene_graph")
             stem = Path(str(row["file_name"])).stem
-            cands = ([test / str(sg), sub / str(sg)] if sg else []) + [test / "scene_graphs" / f"{stem}.json"]
+            cands = ([contained(test, str(sg)), contained(sub, str(sg))] if sg else []) + [
+                contained(test, f"scene_graphs/{stem}.json")]
+            if not any(cands):
+                problems.add(f"{where}: scene_graph {str(sg)[:200]!r} is not a file name inside {sub}")
+                continue
+            cands = [c for c in cands if c is not None]
             found = next((c for c in cands if c.is_file()), None)
             if found is None:
                 problems.add(f"{where}: missing scene graph {cands[0]}", cands[0])
@@ -162,12 +174,18 @@ def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -
     size = row.get("image_size")
     if not (isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size)):
         return None, f"image_size {size!r} is not [W, H]"
-    img_path = test / str(row["file_name"])
+    img_path = contained(test, str(row["file_name"]))
+    if img_path is None:
+        return None, f"file_name {str(row['file_name'])[:200]!r} is not a file name inside {test}"
     if not img_path.is_file():
         return None, f"missing image {img_path}"
     img = image_ref(img_path, expected_size=(size[0], size[1]))
     sg = row.get("scene_graph")
-    cands = ([test / str(sg), sub / str(sg)] if sg else []) + [test / "scene_graphs" / f"{Path(str(row['file_name'])).stem}.json"]
+    cands = ([contained(test, str(sg)), contained(sub, str(sg))] if sg else []) + [
+        contained(test, f"scene_graphs/{Path(str(row['file_name'])).stem}.json")]
+    cands = [c for c in cands if c is not None]
+    if not cands:
+        return None, f"scene_graph {str(sg)[:200]!r} is not a file name inside {sub}"
     found = next((c for c in cands if c.is_file()), None)
     if found is None:
         return None, f"missing scene graph {cands[0]}"
@@ -222,12 +240,21 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
     name = root.name
     if manifest_path.is_file():
         manifest = read_json(manifest_path, "suite")
-        name = str(manifest.get("suite") or name) if isinstance(manifest, dict) else name
+        suite = str(manifest.get("suite") or name) if isinstance(manifest, dict) else name
         problems = Problems(name)
+        if not re.fullmatch(NAME_PATTERN, suite):
+            problems.add(f"{manifest_path}: suite {suite[:200]!r} is not a name ({NAME_PATTERN})")
+        else:
+            name = suite
         files = manifest.get("files", {}) if isinstance(manifest, dict) else {}
+        if not isinstance(files, dict):
+            problems.add(f"{manifest_path}: files is not an object of path -> digest")
+            files = {}
         for rel, want in sorted(files.items()):
-            p = root / rel
-            if not p.is_file():
+            p = contained(root, rel)
+            if p is None:
+                problems.add(f"{manifest_path}: listed file {str(rel)[:200]!r} is not a path inside {root}")
+            elif not p.is_file():
                 problems.add(f"{manifest_path}: listed file {p} is missing", p)
             elif file_content_sha256(p) != want:
                 problems.add(f"{manifest_path}: {p} content differs from the manifest", p)

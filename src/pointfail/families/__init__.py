@@ -33,6 +33,12 @@ Parsing pipeline (:meth:`Family.parse`), the same for every family; each step is
    kept. With nothing parsed, ``reason`` says why: the first number error, else ``truncated``, else
    ``declined`` (an explicit decline in the family's convention, :mod:`pointfail.families._decline`),
    else ``empty`` or ``no_coordinates``.
+10. Bounds (``pointfail.limits``; issue 12): only the first ``MAX_REPLY_CHARS`` characters of a reply
+    are read (flag ``reply_capped``), only the first ``MAX_ITEMS`` coordinate groups are kept (flag
+    ``items_capped``), at most 50 ignored fragments are listed (flag ``ignored_capped``), and a group
+    whose converted value is not finite or lies beyond ``MAX_ABS_UNIT_COORD`` is dropped
+    (``coordinate_overflow``). Every reader runs in time linear in the reply (possessive quantifiers,
+    :func:`~pointfail.families._text.tag_spans`; measured in ``bench/parse.py``).
 
 All points are kept in the order written; the first is the primary point.
 """
@@ -40,6 +46,7 @@ All points are kept in the order written; the first is the primary point.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
 from typing import ClassVar, Optional
@@ -58,7 +65,13 @@ from pointfail.families._text import (
     strip_reasoning,
 )
 from pointfail.frames import Frame, FrameError, _check_size
+from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS
 from pointfail.records import ParseResult
+
+MAX_ABS_UNIT_COORD = 1e6
+"""A converted coordinate further than a million image sides from the image (or not finite after the
+frame conversion overflowed, e.g. ``1e308`` percent) is not a location: its group is dropped with the
+reason ``coordinate_overflow``, so no distance ever overflows and every record can be written."""
 
 __all__ = ["Family", "family_key", "get_family", "list_families", "FrameError"]
 
@@ -201,6 +214,10 @@ class Family:
                 diag.bad_reasons.append(e.reason)
                 continue
             vals = self.convert(it, nums, image_size, model_input_size)
+            if not all(math.isfinite(v) and abs(v) <= MAX_ABS_UNIT_COORD for v in vals):
+                diag.ignore("coordinate_overflow", it.source)
+                diag.bad_reasons.append("coordinate_overflow")
+                continue
             if len(vals) == 2:
                 points.append(vals)
                 continue
@@ -245,17 +262,25 @@ class Family:
 
     def _answer(self, text: str, diag: Diagnostics) -> Optional[str]:
         """Steps 1–3 of the pipeline: the text the readers see, ``None`` when the reply was cut
-        inside its reasoning."""
+        inside its reasoning. Only the first ``MAX_REPLY_CHARS`` characters are read (flag
+        ``reply_capped``)."""
+        if len(text) > MAX_REPLY_CHARS:
+            text = text[:MAX_REPLY_CHARS]
+            diag.flag("reply_capped")
         answer = strip_reasoning(normalize(text, diag), diag)
         return None if answer is None else strip_fences(answer, diag)
 
     def _items(self, answer: str, diag: Diagnostics) -> list[Item]:
-        """Step 4: the coordinate groups in the family's syntax, else the generic ``x=…, y=…`` pairs."""
+        """Step 4: the coordinate groups in the family's syntax, else the generic ``x=…, y=…`` pairs;
+        the first ``MAX_ITEMS`` of them (flag ``items_capped``)."""
         items = sort_items(self.extract(answer, diag))
         if not items:
             items = read_xy_pairs(answer, diag)
             if items:
                 diag.flag("xy_pairs")
+        if len(items) > MAX_ITEMS:
+            items = items[:MAX_ITEMS]
+            diag.flag("items_capped")
         return items
 
     def spans(self, text: Optional[str]) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from pointfail.families import Family
 from pointfail.families._text import Item
+from pointfail.limits import MAX_ITEMS
 
 
 def read_loc_runs(text, diag, pattern, order_kinds=((2, "point"), (4, "box"))):
@@ -21,17 +22,18 @@ def read_loc_runs(text, diag, pattern, order_kinds=((2, "point"), (4, "box"))):
     boxes; anything else is ignored as ``wrong_arity``. Returns the items with the bin indices as
     written (strings, in the token order of the text)."""
     items = []
-    run_re = re.compile(f"(?:{pattern}\\s*)+")
+    run_re = re.compile(f"(?:{pattern}\\s*+)++")
     for m in run_re.finditer(text):
-        vals = re.findall(pattern, m.group(0))
+        src = m.group(0)
+        vals = re.findall(pattern, src)  # src: one string shared by the run's items, not one copy each
         n = len(vals)
         if n == 2:
-            items.append(Item("point", vals, m.start(), m.group(0)))
+            items.append(Item("point", vals, m.start(), src))
         elif n % 4 == 0:
-            for i in range(0, n, 4):
-                items.append(Item("box", vals[i:i + 4], m.start() + i * 1e-3, m.group(0)))
+            for i in range(0, min(n, 4 * MAX_ITEMS), 4):
+                items.append(Item("box", vals[i:i + 4], m.start() + i * 1e-7, src))
         else:
-            diag.ignore("wrong_arity", m.group(0))
+            diag.ignore("wrong_arity", src)
     return items
 
 

@@ -28,7 +28,14 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
+
+from pointfail.limits import MAX_ITEMS
+
+MAX_IGNORED = 50
+"""Fragments recorded in ``ParseResult.ignored``; beyond that the flag ``ignored_capped`` is set."""
+
+_DIGIT = re.compile(r"\d")
 
 # --------------------------------------------------------------------------------------------------
 # data passed between readers and the Family base class
@@ -65,8 +72,12 @@ class Diagnostics:
             self.flags.append(name)
 
     def ignore(self, reason: str, fragment: str) -> None:
-        """Record a fragment that looked like coordinates but was not used, and why."""
-        frag = fragment.strip()
+        """Record a fragment that looked like coordinates but was not used, and why (at most
+        :data:`MAX_IGNORED` of them; beyond that only the flag ``ignored_capped`` is set)."""
+        if len(self.ignored) >= MAX_IGNORED:
+            self.flag("ignored_capped")
+            return
+        frag = fragment[:200].strip()
         if len(frag) > 120:
             frag = frag[:117] + "..."
         self.ignored.append(f"{reason}: {frag}")
@@ -124,9 +135,11 @@ def strip_reasoning(text: str, diag: Diagnostics) -> Optional[str]:
         low = text.lower()  # for ASCII text, exactly what re.I compares
         if "think" not in low and "reasoning" not in low and "<answer>" not in low:
             return text  # none of the three tags can match: skip the regex scans
-    closes = list(_THINK_CLOSE.finditer(text))
-    if closes:
-        text = text[closes[-1].end():]
+    last = None
+    for last in _THINK_CLOSE.finditer(text):  # keep only the last closing tag (no list of them all)
+        pass
+    if last is not None:
+        text = text[last.end():]
         diag.flag("think_stripped")
     elif _THINK_OPEN.search(text):
         diag.flag("truncated")
@@ -162,7 +175,7 @@ def strip_fences(text: str, diag: Diagnostics) -> str:
     return "\n".join(parts)
 
 
-_OPEN_TAG_AT_END = re.compile(r"<[A-Za-z_|][^<>]*$")
+_OPEN_TAG_AT_END = re.compile(r"<[A-Za-z_|][^<>]*+$")
 
 
 def looks_truncated(text: str) -> bool:
@@ -187,7 +200,18 @@ def looks_truncated(text: str) -> bool:
 NUMBER_RE = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _NUMBER = re.compile(NUMBER_RE)
 _NONFINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.I)
-_UNIT = re.compile(r"(.*?\S)\s*(?:px|pixels?)", re.I | re.S)
+_UNITS = ("pixels", "pixel", "px")
+
+
+def _strip_unit(t: str) -> Optional[str]:
+    """``t`` without a trailing ``px`` / ``pixel`` / ``pixels`` unit (any case, spaces before it
+    allowed), or ``None`` when it has none or nothing would be left."""
+    low = t[-6:].lower()
+    for unit in _UNITS:
+        if low.endswith(unit):
+            head = t[: len(t) - len(unit)].rstrip()
+            return head or None
+    return None
 
 
 def read_number(token: str, diag: Optional[Diagnostics] = None) -> float:
@@ -213,9 +237,9 @@ def read_number(token: str, diag: Optional[Diagnostics] = None) -> float:
         if not math.isfinite(v):
             raise NumberError("non_finite_number", token)
         return v
-    m = _UNIT.fullmatch(t)
-    if m:
-        t = m.group(1)
+    head = _strip_unit(t)
+    if head is not None:
+        t = head
         if diag is not None:
             diag.flag("unit_px")
     if _NONFINITE.fullmatch(t):
@@ -254,6 +278,27 @@ def item_from_tokens(
 # --------------------------------------------------------------------------------------------------
 
 
+def tag_spans(text: str, open_: str, close: str, ignore_case: bool = True) -> Iterator[tuple[int, int, int, int]]:
+    """``(start, content_start, content_end, end)`` of every ``open_ … close`` pair, exactly what
+    ``re.finditer(open_ + "(.*?)" + close, text, re.S)`` would match, in linear time: the lazy
+    pattern rescans to the end of the reply from every opening that has no closing after it
+    (``<box>`` repeated 50000 times), this scans each character once. After a pair the search resumes
+    after its closing; an opening with no closing after it ends the search (no later opening can have
+    one either)."""
+    flags = re.I if ignore_case else 0
+    o, c = re.compile(re.escape(open_), flags), re.compile(re.escape(close), flags)
+    pos = 0
+    while True:
+        mo = o.search(text, pos)
+        if mo is None:
+            return
+        mc = c.search(text, mo.end())
+        if mc is None:
+            return
+        yield mo.start(), mo.end(), mc.start(), mc.end()
+        pos = mc.end()
+
+
 def read_keyed_lists(text: str, keys: dict[str, str], diag: Diagnostics) -> list[Item]:
     """Find ``"key": [a, b, …]`` for each key in ``keys`` (key → ``"point"``/``"box"``/``"any"``),
     quotes around the key optional, ``:`` or ``=``; a doubly nested ``[[a, b]]`` is read too. Every
@@ -262,7 +307,8 @@ def read_keyed_lists(text: str, keys: dict[str, str], diag: Diagnostics) -> list
     if not keys:
         return []
     alt = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
-    pat = re.compile(r"[\"']?\b(" + alt + r")\b[\"']?\s*[:=]\s*\[\s*(\[[^\[\]]*\]|[^\[\]]*)\s*\]", re.I)
+    # possessive quantifiers: no whitespace run or list body is ever rescanned (linear time)
+    pat = re.compile(r"[\"']?\b(" + alt + r")\b[\"']?\s*+[:=]\s*+\[\s*+(\[[^\[\]]*+\]|[^\[\]]*+)\s*+\]", re.I)
     items: list[Item] = []
     lower = {k.lower(): v for k, v in keys.items()}
     for m in pat.finditer(text):
@@ -296,27 +342,39 @@ def read_bare_groups(
     commas, semicolons, brackets) stands between them: ``[[1, 2], [3, 4]]`` gives two items, but in
     ``[1, 2] The scale is [0, 1000].`` the second group follows prose and is ignored (``after_prose``).
     """
-    pat = re.compile(re.escape(open_) + r"([^\[\]\(\)\{\}]*)" + re.escape(close))
+    pat = re.compile(re.escape(open_) + r"([^\[\]\(\)\{\}]*+)" + re.escape(close))
     items: list[Item] = []
-    last_end: Optional[int] = None
+    started = ended = False
+    clean_upto = 0  # text[answer end:clean_upto] holds separators only (each character checked once)
     for m in pat.finditer(text):
-        toks = split_tokens(m.group(1))
-        if last_end is not None and not _SEPARATORS_ONLY.fullmatch(text[last_end:m.start()]):
-            if re.search(r"\d", m.group(1)):
+        if ended:
+            if _DIGIT.search(m.group(1)):
                 diag.ignore("after_prose", m.group(0))
             continue
+        if started:
+            if not _SEPARATORS_ONLY.fullmatch(text, clean_upto, m.start()):
+                ended = True  # prose after the answer: every later group is after prose
+                if _DIGIT.search(m.group(1)):
+                    diag.ignore("after_prose", m.group(0))
+                continue
+            clean_upto = m.start()
+        toks = split_tokens(m.group(1))
         if not any(len(toks) == n for n, _ in arities):
-            if re.search(r"\d", m.group(1)):
+            if _DIGIT.search(m.group(1)):
                 diag.ignore("wrong_arity", m.group(0))
             continue
         it = item_from_tokens(toks, m.start(), m.group(0), diag, arities)
         if it:
             items.append(it)
-            last_end = m.end()
+            started = True
+            clean_upto = m.end()
     return items
 
 
-_ATTR = re.compile(r"([A-Za-z_][\w-]*)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"',()]+))")
+_ATTR = re.compile(r"(?<![\w-])([A-Za-z_][\w-]*+)\s*+=\s*+(?:\"([^\"]*+)\"|'([^']*+)'|([^\s>\"',()]++))")
+"""An attribute ``name=value``; a name starts only where no name character precedes it, and every
+quantifier is possessive, so a long run of letters with no ``=`` is scanned once, not once per
+letter."""
 
 
 def tag_attributes(attr_text: str) -> dict[str, str]:
@@ -328,8 +386,8 @@ def tag_attributes(attr_text: str) -> dict[str, str]:
     return out
 
 
-_POINT_TAG = re.compile(r"<(points?)\b([^<>]*)>", re.I)
-_INDEXED_ATTR = re.compile(r"[xy]\d+")
+_POINT_TAG = re.compile(r"<(points?)\b([^<>]*+)>", re.I)
+_INDEXED_ATTR = re.compile(r"[xy]\d{1,6}")
 
 
 def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
@@ -339,26 +397,31 @@ def read_point_tags(text: str, diag: Diagnostics) -> list[Item]:
     read (the reply is then flagged ``truncated``)."""
     items: list[Item] = []
     for m in _POINT_TAG.finditer(text):
+        src = m.group(0)  # one string shared by the tag's items (not a copy of the tag per item)
         attrs = tag_attributes(m.group(2))
         if m.group(1).lower() == "point" and ("x" in attrs or "y" in attrs):
             if "x" in attrs and "y" in attrs:
-                items.append(Item("point", [attrs["x"], attrs["y"]], m.start(), m.group(0)))
+                items.append(Item("point", [attrs["x"], attrs["y"]], m.start(), src))
             else:
-                diag.ignore("wrong_arity", m.group(0))
+                diag.ignore("wrong_arity", src)
             continue
         idx = sorted({int(k[1:]) for k in attrs if _INDEXED_ATTR.fullmatch(k)})
-        for i in idx:
+        for i in idx[:MAX_ITEMS]:
             if f"x{i}" in attrs and f"y{i}" in attrs:
-                items.append(Item("point", [attrs[f"x{i}"], attrs[f"y{i}"]], m.start() + i * 1e-3, m.group(0)))
+                items.append(Item("point", [attrs[f"x{i}"], attrs[f"y{i}"]], m.start() + i * 1e-7, src))
             else:
-                diag.ignore("wrong_arity", f"x{i}/y{i} in {m.group(0)}")
+                diag.ignore("wrong_arity", f"x{i}/y{i} in {src}")
+        if len(idx) > MAX_ITEMS:
+            diag.flag("items_capped")
     return items
 
 
-_TOK = r"[\"']?[^\s,;()\[\]{}<>\"']+[\"']?"
+_TOK = r"[\"']?[^\s,;()\[\]{}<>\"'=:]++[\"']?"
 _XY_PAIR = re.compile(
-    r"\bx[\"']?\s*[=:]\s*(" + _TOK + r")\s*[,;]?\s*[\"']?\by[\"']?\s*[=:]\s*(" + _TOK + r")", re.I
+    r"\bx[\"']?\s*+[=:]\s*+(" + _TOK + r")\s*+[,;]?\s*+[\"']?\by[\"']?\s*+[=:]\s*+(" + _TOK + r")", re.I
 )
+"""``x=…, y=…``. A value stops at ``=`` or ``:`` (so ``x=x=x=…`` cannot make one value swallow the
+rest of the reply and be rescanned from every ``x``) and every quantifier is possessive: linear time."""
 
 
 def read_xy_pairs(text: str, diag: Diagnostics) -> list[Item]:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 
 from pointfail.families import Family
-from pointfail.families._text import read_bare_groups, split_tokens, item_from_tokens
+from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens, tag_spans
 from pointfail.frames import Frame
 
+_GROUP = re.compile(r"\[([^\[\]]*+)\]")
 TEMPLATE = "Please provide the bounding box coordinate of the region this sentence describes: <ref>{core}</ref>"
 
 
@@ -33,10 +34,9 @@ class InternVL3(Family):
 
     def extract(self, text, diag):
         items = []
-        boxes = list(re.finditer(r"<box>(.*?)</box>", text, re.S | re.I))
-        for m in boxes:
-            for g in re.finditer(r"\[([^\[\]]*)\]", m.group(1)):
-                it = item_from_tokens(split_tokens(g.group(1)), m.start(1) + g.start(), g.group(0), diag)
+        for _, c0, c1, _ in tag_spans(text, "<box>", "</box>"):  # linear, unlike a lazy <box>(.*?)</box>
+            for g in _GROUP.finditer(text, c0, c1):
+                it = item_from_tokens(split_tokens(g.group(1)), g.start(), g.group(0), diag)
                 if it:
                     items.append(it)
         if not items:

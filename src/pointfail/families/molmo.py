@@ -26,7 +26,9 @@ from pointfail.families import Family
 from pointfail.families._text import Item, read_bare_groups, read_point_tags
 from pointfail.frames import Frame
 
-_CLICK = re.compile(r"\bclick\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)", re.I)
+_CLICK = re.compile(r"\bclick\(([^,()]++),([^,()]++)\)", re.I)
+"""``Click(x, y)``; each argument runs possessively to the next ``,`` / ``)`` and is stripped in code
+(the lazy ``\\s*([^,()]+?)\\s*`` form rescanned a long run of spaces from every position)."""
 
 
 class Molmo(Family):
@@ -46,7 +48,8 @@ class Molmo(Family):
     def extract(self, text, diag):
         items = read_point_tags(text, diag)
         for m in _CLICK.finditer(text):
-            items.append(Item("point", [m.group(1), m.group(2)], m.start(), m.group(0)))
+            items.append(Item("point", [m.group(1).strip() or m.group(1), m.group(2).strip() or m.group(2)],
+                              m.start(), m.group(0)))
         if not items:
             items = read_bare_groups(text, diag, "(", ")", ((2, "point"),))
             if items:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 
 from pointfail.families import Family
-from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens
+from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens, tag_spans
 from pointfail.frames import Frame
 
-_BOX = re.compile(r"<\|box_start\|>(.*?)<\|box_end\|>", re.S)
+_BRACKETS = re.compile(r"[()\[\]]")
 PROMPT = 'In this UI screenshot, what is the position of the element corresponding to the command "{core}" (with bbox)?'
 
 
@@ -40,9 +40,9 @@ class OSAtlas(Family):
 
     def extract(self, text, diag):
         items = []
-        for m in _BOX.finditer(text):
-            toks = split_tokens(re.sub(r"[()\[\]]", " ", m.group(1)).replace(" ,", ","))
-            it = item_from_tokens(toks, m.start(), m.group(0), diag)
+        for start, c0, c1, end in tag_spans(text, "<|box_start|>", "<|box_end|>", ignore_case=False):
+            toks = split_tokens(_BRACKETS.sub(" ", text[c0:c1]).replace(" ,", ","))
+            it = item_from_tokens(toks, start, text[start:end], diag)
             if it:
                 items.append(it)
         if not items:

@@ -25,13 +25,14 @@ from pointfail.families import Family
 from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens
 from pointfail.frames import Frame
 
+# possessive quantifiers throughout: no run of spaces or digits is rescanned (linear time)
 _START = re.compile(
-    r"start_box\s*=\s*[\"']?\s*(?:<\|box_start\|>)?\s*[\(\[]([^()\[\]]*)[\)\]]"
-    r"(?:\s*,\s*[\(\[]([^()\[\]]*)[\)\]])?",
+    r"start_box\s*+=\s*+[\"']?\s*+(?:<\|box_start\|>)?\s*+[\(\[]([^()\[\]]*+)[\)\]]"
+    r"(?:\s*+,\s*+[\(\[]([^()\[\]]*+)[\)\]])?",
     re.I,
 )
-_POINT = re.compile(r"<point>\s*([^<>]*?)\s*</point>", re.I)
-_END = re.compile(r"end_box\s*=\s*[\"']?[^\"')]*\)?", re.I)
+_POINT = re.compile(r"<point>([^<>]*+)</point>", re.I)
+_END = re.compile(r"end_box\s*+=\s*+[\"']?[^\"')]*+\)?", re.I)
 
 GROUNDING_PROMPT = "Output only the coordinate of one point in your response. What element matches the following task: {core}"
 
@@ -45,7 +46,7 @@ def read_actions(text, diag):
         if it:
             items.append(it)
     for m in _POINT.finditer(text):
-        toks = split_tokens(m.group(1).replace("(", " ").replace(")", " "))
+        toks = split_tokens(m.group(1).strip().replace("(", " ").replace(")", " "))
         it = item_from_tokens(toks, m.start(), m.group(0), diag, ((2, "point"),))
         if it:
             items.append(it)

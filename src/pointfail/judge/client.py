@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, read_label
+from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
 from pointfail.records import JudgeAttempt, Judgment
 
 DEFAULT_MODEL = "gemma4:31b"
@@ -318,8 +318,8 @@ class ChatJudge:
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
                 )
-            label, verdict = read_label(reply)
-            attempts.append(JudgeAttempt(attempt=k, reply=reply, verdict=verdict, label=label))
+            label, verdict = read_label(reply)  # reads at most MAX_JUDGE_REPLY_CHARS
+            attempts.append(JudgeAttempt(attempt=k, reply=cap_reply(reply), verdict=verdict, label=label))
             if label is not None:
                 return self._judgment("labeled", label=label, attempts=attempts, transport_failures=counter.n)
         return self._judgment(

@@ -24,15 +24,22 @@ The reading rule (:func:`read_label`), in order:
    hallucinated`` is not (the comma ends the clause).
 6. ``accepted``: otherwise, with that label.
 
+Bounds (issue 12): only the first :data:`~pointfail.limits.MAX_JUDGE_REPLY_CHARS` characters of a
+reply are read (a label is one word), and reading is linear in that length: clause starts are found
+once, and each occurrence's negation is looked for only over the three words before it
+(:func:`_window_start`). :func:`cap_reply` is how a reply is stored.
+
 The verdict names are those of :class:`pointfail.records.JudgeAttempt`.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from typing import Any, Optional
 
+from pointfail.limits import MAX_JUDGE_REPLY_CHARS
 from pointfail.records import FAILURE_MODES
 
 MAX_LABEL_ATTEMPTS = 5
@@ -122,7 +129,7 @@ LABEL_SCHEMA: dict[str, Any] = {
 are still read with :func:`read_label` (a reply ``{"label": "hallucinated"}`` reads as
 ``hallucinated``)."""
 
-_SEP = r"[\s_\-]*"
+_SEP = r"[\s_\-]*+"
 _LABEL_PATTERNS: dict[str, re.Pattern[str]] = {
     label: re.compile(r"(?<![a-z0-9])" + _SEP.join(map(re.escape, label.split("_"))) + r"(?![a-z0-9])")
     for label in FAILURE_MODES
@@ -130,9 +137,44 @@ _LABEL_PATTERNS: dict[str, re.Pattern[str]] = {
 _NEGATION = re.compile(
     r"(?<![a-z0-9])(?:not|no|never|none|neither|nor|without|non|cannot"
     r"|(?:is|are|was|were|do|does|did|has|have|had|could|would|should|ca|wo)n'?t)"
-    r"(?:[^a-z0-9]+[a-z0-9']+){0,2}[^a-z0-9]*$"
+    r"(?![a-z0-9])(?:[^a-z0-9]*+[a-z0-9][a-z0-9']*+){0,2}[^a-z0-9]*+$"
 )
+"""A negation word, then at most two words (runs of letters, digits and apostrophes), then only
+separators up to the label. Written with possessive quantifiers and a word that must start with a
+letter or digit, so it matches exactly the strings of the plain form
+``NEG(?:[^a-z0-9]+[a-z0-9']+){0,2}[^a-z0-9]*$`` without its backtracking over apostrophes (checked
+against that form in ``tests/test_judge_protocol.py``)."""
 _CLAUSE_END = re.compile(r"[.,;:!?\n]")
+_RUN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789'")
+
+
+def _window_start(text: str, lo: int, hi: int) -> int:
+    """Where a negation of the label at ``hi`` can start: the start of the third run of letters,
+    digits and apostrophes (holding a letter or digit) before ``hi``, not before ``lo`` (the clause
+    start). Scans back over those three runs only, so reading a reply stays linear in its length."""
+    i, runs = hi, 0
+    while i > lo:
+        while i > lo and text[i - 1] not in _RUN_CHARS:
+            i -= 1
+        j, alnum = i, False
+        while j > lo and text[j - 1] in _RUN_CHARS:
+            alnum = alnum or text[j - 1] != "'"
+            j -= 1
+        i = j
+        if alnum:
+            runs += 1
+            if runs == 3:
+                return j
+    return lo
+
+
+def cap_reply(reply: Optional[str]) -> str:
+    """The reply as stored in a record: at most :data:`~pointfail.limits.MAX_JUDGE_REPLY_CHARS`
+    characters, with ``…[cut: N chars]`` appended when it was longer (``N`` = its full length)."""
+    reply = reply or ""
+    if len(reply) <= MAX_JUDGE_REPLY_CHARS:
+        return reply
+    return reply[:MAX_JUDGE_REPLY_CHARS] + f"…[cut: {len(reply)} chars]"
 
 
 def _normalize(reply: str) -> str:
@@ -153,7 +195,7 @@ def read_label(reply: Optional[str]) -> tuple[Optional[str], str]:
     """
     if reply is None or not reply.strip():
         return None, "rejected_empty"
-    text = _normalize(reply)
+    text = _normalize(reply[:MAX_JUDGE_REPLY_CHARS])
     found: dict[str, list[re.Match[str]]] = {}
     for label, pattern in _LABEL_PATTERNS.items():
         matches = list(pattern.finditer(text))
@@ -164,9 +206,10 @@ def read_label(reply: Optional[str]) -> tuple[Optional[str], str]:
     if len(found) > 1:
         return None, "rejected_two_labels"
     (label, matches), = found.items()
+    clause_ends = [c.end() for c in _CLAUSE_END.finditer(text)]
     for m in matches:
-        before = text[: m.start()]
-        cut = max((c.end() for c in _CLAUSE_END.finditer(before)), default=0)
-        if _NEGATION.search(before[cut:]):
+        k = bisect.bisect_right(clause_ends, m.start())  # the clause holding this occurrence
+        cut = clause_ends[k - 1] if k else 0
+        if _NEGATION.search(text, _window_start(text, cut, m.start()), m.start()):
             return None, "rejected_negated"
     return label, "accepted"

@@ -310,7 +310,10 @@ def _raster_for(target: object, size: tuple[int, int], base_dir: Optional[Union[
 def _load_rgb(image_path: Union[str, Path, Image.Image]) -> np.ndarray:
     if isinstance(image_path, Image.Image):
         return np.array(image_path.convert("RGB"), dtype=np.uint8)
-    with Image.open(image_path) as im:
+    from pointfail.limits import MAX_IMAGE_BYTES
+    from pointfail.safeio import open_binary
+
+    with open_binary(image_path, max_bytes=MAX_IMAGE_BYTES) as f, Image.open(f) as im:  # regular files only
         im.load()
         return np.array(im if im.mode == "RGB" else im.convert("RGB"), dtype=np.uint8)
 
