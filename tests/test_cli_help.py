@@ -37,7 +37,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> 
     return out
 
 
-COMMANDS = _commands(build_parser())
+COMMANDS = [()] + _commands(build_parser())  # () is `pointfail --help` itself
 
 
 def _help(capsys, argv: list[str]) -> str:
@@ -48,13 +48,13 @@ def _help(capsys, argv: list[str]) -> str:
 
 
 def test_the_commands_are_found():
-    names = {c[0] for c in COMMANDS}
+    names = {c[0] for c in COMMANDS if c}
     assert {"evaluate", "score", "score-predictions", "families", "judge", "judge-one", "report", "view",
             "aggregate", "verify", "generate", "data", "show", "judge-agreement"} <= names
     assert ("generate", "sheets") in COMMANDS and ("data", "fetch") in COMMANDS
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[" ".join(c) or "pointfail" for c in COMMANDS])
 def test_help_is_plain_text_with_an_example_that_parses(capsys, cmd):
     text = _help(capsys, [*cmd, "--help"])
     for pattern, what in REST:
@@ -196,3 +196,65 @@ def test_head_on_a_real_pipe_is_quiet():
     src.wait(timeout=60)
     assert head.stdout.splitlines() == ["[", "  {"]
     assert err == b"" and src.returncode in (0, 141)
+
+
+# ----------------------------------------------------------------------------- judge-one
+
+
+def _shot(tmp_path):
+    from PIL import Image
+
+    img = tmp_path / "shot.png"
+    Image.new("RGB", (200, 100), (255, 255, 255)).save(img)
+    return img
+
+
+def test_judge_one_point_and_box_are_pixels_or_both_normalized(tmp_path, monkeypatch, capsys):
+    """--point and --box are in the same units: pixels of the image, or fractions with --normalized."""
+    import pointfail.judge.render as render
+
+    seen = []
+
+    def fake_render(image, target, point_norm, **kw):
+        seen.append((list(point_norm), target.boxes))
+        raise ValueError("stop here")  # judge-one then exits 2 before any request
+
+    monkeypatch.setattr(render, "render_miss", fake_render)
+    img = _shot(tmp_path)
+    common = ["judge-one", "--image", str(img), "--instruction", "the icon", "--host", "http://127.0.0.1:9"]
+    assert main(common + ["--box", "20", "10", "60", "30", "--point", "150", "75"]) == 2
+    assert main(common + ["--box", "0.1", "0.1", "0.3", "0.3", "--point", "0.75", "0.75", "--normalized"]) == 2
+    assert seen[0] == ([0.75, 0.75], [[20.0, 10.0, 60.0, 30.0]])
+    assert seen[1][0] == [0.75, 0.75] and seen[1][1] == [[pytest.approx(20.0), pytest.approx(10.0),
+                                                          pytest.approx(60.0), pytest.approx(30.0)]]
+    assert "cannot draw the miss" in capsys.readouterr().err
+
+
+def test_judge_one_refused_connection_fails_at_once(tmp_path, monkeypatch, capsys):
+    """A refused connection is found before the judge client exists, so no transport retry waits."""
+    from pointfail.commands import judge as judge_cmd
+
+    def no_client(*a, **k):
+        raise AssertionError("the judge client must not be made for a refused connection")
+
+    monkeypatch.setattr(judge_cmd, "make_ollama", no_client)
+    img = _shot(tmp_path)
+    rc = main(["judge-one", "--image", str(img), "--box", "20", "10", "60", "30", "--point", "150", "75",
+               "--instruction", "the icon", "--host", "http://127.0.0.1:9"])
+    cap = capsys.readouterr()
+    assert rc == 3 and cap.out == ""
+    assert cap.err.strip() == ("pointfail judge-one: cannot connect to the judge at http://127.0.0.1:9 "
+                               "([Errno 111] Connection refused); start Ollama (ollama serve) or pass --host URL")
+
+
+def test_judge_one_counts_transport_failures(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "tests"))
+    from ollama_fake import Action, FakeOllama
+
+    img = _shot(tmp_path)
+    with FakeOllama([Action(status=503), Action(status=500), "wrong_category"]) as srv:
+        rc = main(["judge-one", "--image", str(img), "--box", "20", "10", "60", "30", "--point", "150", "75",
+                   "--instruction", "the icon", "--host", srv.url, "--transport-retries", "3"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["label"] == "wrong_category" and out["transport_failures"] == 2
+    assert out["point_px"] == [150.0, 75.0] and out["image_size"] == [200, 100]

@@ -20,9 +20,21 @@ from pointfail import __version__
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand found in ``pointfail.commands`` (sorted by module
     name, so ``--help`` output does not depend on directory order)."""
+    from pointfail.commands._help import HelpFormatter, example_epilog
+
     parser = argparse.ArgumentParser(
         prog="pointfail",
-        description="Measure how vision-language models fail at pointing.",
+        description="Measure how vision-language models fail at pointing: parse each reply in its\n"
+        "model family's coordinate convention, score it against the target, sort every miss\n"
+        "into a failure mode (off_by_pixels, wrong_instance, wrong_category, hallucinated),\n"
+        "and tabulate. 'pointfail COMMAND --help' describes each command.",
+        epilog=example_epilog(
+            "pointfail evaluate --benchmark suite --data suites/sheets --replies replies.jsonl --family molmo "
+            "--out results/sheets",
+            "pointfail families qwen2.5-vl",
+            "pointfail verify records/default",
+        ),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pointfail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
