@@ -273,3 +273,25 @@ def test_pointerbench_without_scene_graphs_leaves_misses_pending(pointerbench_di
     comp = {r["benchmark"]: r for r in _table(out / "tables" / "failure_composition.csv")}["pointerbench-text"]
     assert comp["miss"] == "1" and comp["pending"] == "1" and comp["labeled"] == "0"
     assert (out / "view" / "index.html").is_file()
+
+
+def test_pointerbench_box_predictions_in_its_own_formats(pointerbench_dir, tmp_path, capsys):
+    """PointerBench's box keys (bbox, box, x0..y1) with --frame pixels, scored by the box rule."""
+    rows = [json.loads(line) for line in
+            (pointerbench_dir / "pointerbench-text" / "data" / "test" / "metadata.jsonl").read_text().splitlines()]
+    boxes = [r for r in rows if r["answer_type"] == "bbox"][:3]
+    x0, y0, x1, y1 = boxes[2]["bbox"]
+    objs = [{"id": boxes[0]["id"], "bbox": boxes[0]["bbox"]},
+            {"id": boxes[1]["id"], "x0": boxes[1]["bbox"][0], "y0": boxes[1]["bbox"][1],
+             "x1": boxes[1]["bbox"][2], "y1": boxes[1]["bbox"][3]},
+            {"id": boxes[2]["id"], "box": [x0, y0, x0 + (x1 - x0) // 2, y1]}]  # half the target: clipped
+    replies = tmp_path / "boxes.jsonl"
+    replies.write_text("".join(json.dumps(o) + "\n" for o in objs))
+    out = tmp_path / "pbb"
+    assert main(["evaluate", "--benchmark", "pointerbench-text", "--data", str(pointerbench_dir), "--replies",
+                 str(replies), "--frame", "pixels", "--out", str(out), "--only-predicted", "--no-report",
+                 "--no-view"]) == 0
+    box = {r["benchmark"]: r for r in _table(out / "tables" / "box_outcomes.csv")}["pointerbench-text"]
+    assert (box["hit"], box["clipped"], box["malformed"]) == ("2", "1", "0")
+    recs = [json.loads(line) for line in (out / "boxes" / "pointerbench-text.jsonl").read_text().splitlines()]
+    assert {r["family"] for r in recs} == {"json_pixels"} and all(r["task"] == "box" for r in recs)

@@ -58,8 +58,9 @@ COORDINATE_FRAMES: dict[str, str] = {
     "pixels": "json_pixels",
     "unit": "json_unit",
 }
-"""Declared frame of coordinate replies -> the JSON family that reads them (``pixels``: absolute
-pixels of the original image, PointerBench's own; ``unit``: 0-1 fractions of the image)."""
+"""Declared frame of coordinate replies (:data:`pointfail.replies.FRAMES`) -> the JSON family that
+reads them (``pixels``: absolute pixels of the original image, PointerBench's own; ``unit``: 0-1
+fractions of the image)."""
 
 JUDGES: tuple[str, ...] = ("auto", "oracle", "ollama", "openai", "none")
 """``auto``: the oracle when every sample has a scene graph, else none; ``ollama`` and ``openai`` are

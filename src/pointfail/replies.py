@@ -40,6 +40,7 @@ from typing import Any, Optional
 
 __all__ = [
     "COORDINATE_KEYS",
+    "FRAMES",
     "MAX_LINE_BYTES",
     "TEXT_KEYS",
     "RepliesError",
@@ -57,6 +58,12 @@ COORDINATE_KEYS: tuple[str, ...] = ("point", "pred", "coordinate", "prediction",
                                     "x", "y", "x0", "y0", "x1", "y1")
 """PointerBench's prediction keys (its scorers' ``eval.py``; read by
 :func:`pointfail.benchmarks.official.prediction_point` and ``prediction_box``)."""
+
+FRAMES: dict[str, str] = {
+    "pixels": "absolute pixels of the original image (PointerBench's own format)",
+    "unit": "fractions of the image's width and height, 0 to 1",
+}
+"""The frames coordinates in a replies file can be declared in (``--frame``), with what they mean."""
 
 MAX_LINE_BYTES = 8 << 20
 """Bytes of one line (8 MiB); a longer line is an ``unparseable`` problem, read past, not held."""

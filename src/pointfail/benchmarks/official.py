@@ -36,7 +36,6 @@ from typing import Any, Optional
 from pointfail.records import BoxScore, OfficialScore, ParseResult, Sample
 
 __all__ = [
-    "PREDICTION_FRAMES",
     "official_score",
     "point_in_box_inclusive",
     "pointerbench_box_score",
@@ -262,11 +261,6 @@ def _sorted4(b: list[float]) -> tuple[float, float, float, float]:
     return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
-PREDICTION_FRAMES: dict[str, str] = {
-    "pixels": "absolute pixels of the original image (PointerBench's own format)",
-    "unit": "fractions of the image's width and height, 0 to 1",
-}
-"""Frames a predictions file's coordinates can be declared in (``score-predictions --frame``)."""
 
 
 def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str, dict],
@@ -279,7 +273,7 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
             :func:`pointfail.replies.read_replies` found).
         axes: metadata axes to break the summary down by; an axis absent from every sample is left
             out, a sample lacking a present axis counts under ``"?"`` (as the official scorers).
-        frame: what the coordinates are, declared by the caller, never guessed (:data:`PREDICTION_FRAMES`):
+        frame: what the coordinates are, declared by the caller, never guessed (:data:`pointfail.replies.FRAMES`):
             ``pixels`` (PointerBench's own) or ``unit`` (fractions, multiplied by each sample's image
             width and height before the official pixel rules).
 
@@ -295,8 +289,10 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
     Raises:
         ValueError: an unknown frame.
     """
-    if frame not in PREDICTION_FRAMES:
-        raise ValueError(f"frame must be one of {', '.join(PREDICTION_FRAMES)}, got {frame!r}")
+    from pointfail.replies import FRAMES
+
+    if frame not in FRAMES:
+        raise ValueError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
     rows: list[dict] = []
     present = [a for a in axes if any(a in s.metadata for s in samples)]
     by: dict[str, dict[str, list[int]]] = {a: {} for a in present}

@@ -65,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="output folder (created; rerun with the same folder to continue)")
     p.add_argument("--family", help="the model family the text replies are written in, any spelling "
                    "(qwen2.5-vl, Molmo, ...; list: pointfail families)")
-    p.add_argument("--frame", choices=("pixels", "unit"),
+    from pointfail.replies import FRAMES
+
+    p.add_argument("--frame", choices=sorted(FRAMES),
                    help="what coordinate replies are: pixels of the image, or unit fractions (0 to 1)")
     p.add_argument("--model", help="the model's name in the records (default: the replies file's name)")
     p.add_argument("--only-predicted", action="store_true",

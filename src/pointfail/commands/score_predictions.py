@@ -44,7 +44,7 @@ EXAMPLE = ("pointfail score-predictions --benchmark pointerbench-text --data ../
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``score-predictions`` subcommand."""
-    from pointfail.benchmarks.official import PREDICTION_FRAMES
+    from pointfail.replies import FRAMES
 
     p = add_command(subparsers, "score-predictions",
                     help="score a PointerBench predictions file (official rules, per-row results and breakdowns)",
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, type=Path, metavar="DIR", help="subset directory or its parent")
     p.add_argument("--predictions", required=True, type=Path, metavar="FILE",
                    help="JSONL or JSON list of {id, point | bbox | ...}")
-    p.add_argument("--frame", required=True, choices=sorted(PREDICTION_FRAMES),
+    p.add_argument("--frame", required=True, choices=sorted(FRAMES),
                    help="what the coordinates are: pixels of the original image, or unit fractions")
     p.add_argument("--only-predicted", action="store_true",
                    help="score only the ids in the predictions file (the output says so)")
@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from pointfail.benchmarks import AXES, BenchmarkError, load
-    from pointfail.benchmarks.official import PREDICTION_FRAMES, score_pointerbench_predictions
+    from pointfail.benchmarks.official import score_pointerbench_predictions
     from pointfail.records import canonical_json
-    from pointfail.replies import RepliesError, ReplyProblem, read_replies
+    from pointfail.replies import FRAMES, RepliesError, ReplyProblem, read_replies
 
     try:
         samples = load(args.benchmark, args.data)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
              f"{n_benchmark})" if args.only_predicted else f"over all {summary['n']} samples")
     print(f"{summary['benchmark']}: {summary['hits']}/{summary['n']} hits, accuracy {summary['accuracy'] * 100:.2f}% "
           f"{scope}; {summary['missing_predictions']} without a usable prediction, counted wrong")
-    print(f"coordinates read as {PREDICTION_FRAMES[args.frame]} (--frame {args.frame})")
+    print(f"coordinates read as {FRAMES[args.frame]} (--frame {args.frame})")
     if args.frame == "pixels" and _all_fractions(preds.values()):
         print("note: every coordinate in the file is between 0 and 1; if they are fractions of the image, "
               "score them with --frame unit")
