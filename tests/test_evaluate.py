@@ -154,7 +154,8 @@ def test_own_outputs_path_in_one_command(suite, tmp_path, capsys):
 
     # the report and the failure browser come from the same command
     assert (out / "report" / "failure_profile.html").is_file() and (out / "report" / "gallery.png").is_file()
-    assert (out / "view" / "index.html").is_file()
+    assert "Scope of my-model on sheets: all 18 samples" in (out / "view" / "index.html").read_text(encoding="utf-8")
+    assert "Scope of my-model on sheets" in (out / "report" / "failure_profile.html").read_text(encoding="utf-8")
 
     # rerun: nothing changed, nothing is judged again
     before = (out / "my-model" / "sheets.jsonl").read_bytes()
@@ -193,13 +194,21 @@ def test_only_predicted_says_so_in_every_table(suite, tmp_path):
     n = len(expect["ids"])
     outcomes = {r["benchmark"]: r for r in _table(out / "tables" / "outcomes.csv")}["sheets"]
     assert int(outcomes["n"]) == n and int(outcomes["error"]) == 0
-    note = f"Scope: only the {n} samples with a reply in few.jsonl were scored (--only-predicted); the benchmark has 18."
+    note = (f"Scope of few on sheets: only the {n} samples with a reply in few.jsonl were scored (--only-predicted); "
+            "the benchmark has 18.")
     tables = sorted((out / "tables").glob("*.md"))
     assert len(tables) >= 5
     for md in tables:
         assert note in md.read_text(encoding="utf-8"), md.name
     summary = json.loads((out / "tables" / "summary.json").read_text())
-    assert note in json.dumps(summary)
+    assert note in summary["notes"]
+    # a second model evaluated into the same folder: each table states both scopes
+    other = tmp_path / "all.jsonl"
+    other.write_text(replies.read_text())
+    assert main(["evaluate", "--benchmark", "suite", "--data", str(suite), "--replies", str(other),
+                 "--family", "molmo", "--out", str(out), "--no-report", "--no-view"]) == 0
+    both = (out / "tables" / "failure_composition.md").read_text(encoding="utf-8")
+    assert note in both and "Scope of all on sheets: all 18 samples of the benchmark" in both
 
 
 def test_coordinates_need_a_declared_frame(suite, tmp_path, capsys):

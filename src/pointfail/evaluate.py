@@ -180,11 +180,13 @@ def _coordinate_text(reply: Reply) -> str:
     return " ".join(parts)
 
 
-def _scope_notes(scope: str, replies_name: str, n_scored: int, n_benchmark: int) -> list[str]:
+def _scope_notes(model: str, bench: str, scope: str, replies_name: str, n_scored: int,
+                 n_benchmark: int) -> list[str]:
+    head = f"Scope of {model} on {bench}:"
     if scope == "only_predicted":
-        return [f"Scope: only the {n_scored} samples with a reply in {replies_name} were scored "
+        return [f"{head} only the {n_scored} samples with a reply in {replies_name} were scored "
                 f"(--only-predicted); the benchmark has {n_benchmark}."]
-    return [f"Scope: all {n_benchmark} samples of the benchmark; a sample without a reply in {replies_name} "
+    return [f"{head} all {n_benchmark} samples of the benchmark; a sample without a reply in {replies_name} "
             "is an `error` record (no reply)."]
 
 
@@ -326,9 +328,9 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
 
     scope = "only_predicted" if only_predicted else "all"
     chosen = [s for s in samples if s.sample_id in used] if only_predicted else list(samples)
-    notes = _scope_notes(scope, rf.path.name, len(chosen), len(samples))
+    notes = _scope_notes(name, bench_name, scope, rf.path.name, len(chosen), len(samples))
     if resized_note:
-        notes.append(resized_note)
+        notes.append(f"Scope of {name} on {bench_name}: {resized_note}")
     problems: list[ReplyProblem] = list(rf.problems) + rf.unknown(frozenset(by_id))
     problems.sort(key=ReplyProblem.place)
     missing = [s for s in chosen if s.sample_id not in used]
@@ -336,7 +338,7 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
                               "recorded as an error (no reply)", s.sample_id) for s in missing]
 
     out.mkdir(parents=True, exist_ok=True)
-    _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge)
+    notes = _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge, name, bench_name)
     records_path = out / name / f"{bench_name}.jsonl"
     old = {}
     if records_path.is_file():
@@ -440,13 +442,31 @@ def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, p
     return d["judge"], d, note
 
 
-def _write_study_toml(out: Path, notes: list[str], primary_judge: str) -> None:
+def _write_study_toml(out: Path, notes: list[str], primary_judge: str, model: str, bench: str) -> list[str]:
     """``<out>/study.toml``: the folder's name as the study name, the primary judge, and the scope
-    notes every table carries (``[aggregate] notes``)."""
+    notes every table carries (``[aggregate] notes``; also the study's description, which the report
+    and the failure browser show). Notes of other (model, benchmark) pairs evaluated into the same
+    folder are kept; this pair's are replaced. Returns every note written."""
+    import tomllib
+
+    mine = f"Scope of {model} on {bench}:"
+    kept: list[str] = []
+    path = out / "study.toml"
+    if path.is_file():
+        try:
+            with open(path, "rb") as f:
+                old = tomllib.load(f).get("aggregate", {}).get("notes", [])
+            kept = [str(n) for n in old if isinstance(n, str) and not n.startswith(mine)]
+        except (OSError, tomllib.TOMLDecodeError):
+            kept = []
+    every = sorted(kept + notes)
     lines = ["# written by pointfail evaluate; rewritten on every run", "[study]",
-             f"name = {json.dumps(model_name_from(out.name))}", f"primary_judge = {json.dumps(primary_judge)}", "",
+             f"name = {json.dumps(model_name_from(out.name))}",
+             f"description = {json.dumps(' '.join(every), ensure_ascii=False)}",
+             f"primary_judge = {json.dumps(primary_judge)}", "",
              "[aggregate]",
-             "notes = [" + ", ".join(json.dumps(n, ensure_ascii=False) for n in notes) + "]", ""]
+             "notes = [" + ", ".join(json.dumps(n, ensure_ascii=False) for n in every) + "]", ""]
     tmp = out / ".study.toml.tmp"
     tmp.write_text("\n".join(lines), encoding="utf-8")
-    os.replace(tmp, out / "study.toml")
+    os.replace(tmp, path)
+    return every
