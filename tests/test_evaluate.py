@@ -304,3 +304,36 @@ def test_pointerbench_box_predictions_in_its_own_formats(pointerbench_dir, tmp_p
     assert (box["hit"], box["clipped"], box["malformed"]) == ("2", "1", "0")
     recs = [json.loads(line) for line in (out / "boxes" / "pointerbench-text.jsonl").read_text().splitlines()]
     assert {r["family"] for r in recs} == {"json_pixels"} and all(r["task"] == "box" for r in recs)
+
+
+@pytest.mark.parametrize("judge", ["ollama", "openai"])
+def test_model_judges_label_the_misses(suite, tmp_path, capsys, judge):
+    """--judge ollama and --judge openai: the same command, a model judge (scripted loopback servers)
+    labels every miss; the records keep each raw judge reply."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    replies = tmp_path / "m.jsonl"
+    expect = make_replies(suite, replies)
+    n_miss = sum(v for k, v in expect["modes"].items() if k not in ("hit", "no_prediction"))
+    out = tmp_path / judge
+    base = ["evaluate", "--benchmark", "suite", "--data", str(suite), "--replies", str(replies), "--family", "molmo",
+            "--out", str(out), "--no-report", "--no-view", "--judge", judge, "--no-schema"]
+    if judge == "ollama":
+        from ollama_fake import FakeOllama
+
+        with FakeOllama(default="wrong_instance") as srv:
+            rc = main(base + ["--host", srv.url, "--judge-model", "gemma4:31b"])
+    else:
+        from pointfail.testing.openai_fake import FakeOpenAI
+
+        with FakeOpenAI(default_reply="wrong_instance", model="judge-x") as srv:
+            rc = main(base + ["--base-url", srv.url, "--judge-model", "judge-x"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    comp = {r["benchmark"]: r for r in _table(out / "tables" / "failure_composition.csv")}["sheets"]
+    assert int(comp["miss"]) == int(comp["labeled"]) == int(comp["wrong_instance"]) == n_miss
+    recs = [json.loads(line) for line in (out / "m" / "sheets.jsonl").read_text().splitlines()]
+    judged = [r["judge"] for r in recs if r["outcome"] == "miss"]
+    assert len(judged) == n_miss and all(j["attempts"][0]["reply"] == "wrong_instance" for j in judged)
+    assert {j["judge"].split(":")[0] for j in judged} == {judge}
