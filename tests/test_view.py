@@ -140,7 +140,7 @@ def test_mask_targets_get_a_tint_layer(tmp_path: Path) -> None:
     write_records(study / "m" / "b.jsonl", [r])
     res = build_site(study, tmp_path / "site")
     assert res.images["tint"] == 1
-    g = load_js(res.out_dir / "data" / "index-000.js", "PF.chunks.push(")["g"][0]
+    g = json.loads((res.out_dir / "data" / "annot" / "0000.js").read_text(encoding="utf-8")[len("PF.addAnnot(0,"):-3])[0]
     assert {k: g["t"][k] for k in ("x", "y", "w", "h")} == {"x": 50, "y": 30, "w": 20, "h": 10}
     with Image.open(res.out_dir / g["t"]["layer"]) as im:
         assert im.mode == "RGBA" and im.getpixel((0, 0)) == (*GREEN, round(255 * TINT_ALPHA))

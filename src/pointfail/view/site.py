@@ -8,6 +8,7 @@ Layout of the output directory::
     assets/style.css, app.js
     data/meta.js             the study's dictionaries, thumbnails and drawing constants
     data/index-NNN.js        the list rows, CHUNK_ROWS per file, columns dictionary-encoded
+    data/annot/NNNN.js       what is drawn over each row's image, ANNOT_ROWS per file, loaded on demand
     data/detail/NNNN.js      whole records with what the sample page derives, SHARD_RECORDS per file,
                              loaded on demand by the sample page
     img/f, img/t, img/m      originals, thumbnails and target tint layers (see ``view.images``)
@@ -31,10 +32,13 @@ from typing import Any, Callable, Optional, Sequence
 from pointfail.records import FAILURE_MODES, Record, read_records
 from pointfail.view.data import JUDGE_STATES, OUTCOME_ORDER
 
-__all__ = ["CHUNK_ROWS", "SHARD_RECORDS", "PAGE_SIZE", "SiteResult", "build_site", "default_out_dir", "study_bars"]
+__all__ = ["ANNOT_ROWS", "CHUNK_ROWS", "SHARD_RECORDS", "PAGE_SIZE", "SiteResult", "build_site", "default_out_dir", "study_bars"]
 
 CHUNK_ROWS = 10_000
 """List rows per ``data/index-NNN.js`` file."""
+ANNOT_ROWS = 500
+"""Annotations (what is drawn over each image) per ``data/annot/NNNN.js`` file, in list order; a
+page loads only the files of the rows it shows."""
 SHARD_RECORDS = 100
 """Records per ``data/detail/NNNN.js`` file (one file per model and benchmark at least)."""
 PAGE_SIZE = 50
@@ -274,7 +278,7 @@ def build_site(
     chunks = 0
     for start in range(0, len(idx.rows), CHUNK_ROWS):
         part = idx.rows[start : start + CHUNK_ROWS]
-        cols: dict[str, list[Any]] = {k: [] for k in ("m", "b", "id", "o", "md", "j", "c", "l", "q", "x", "d", "t", "sh", "i", "g")}
+        cols: dict[str, list[Any]] = {k: [] for k in ("m", "b", "id", "o", "md", "j", "c", "l", "q", "x", "d", "t", "sh", "i")}
         for (m, b, sid, o, md, j, c, lang, q, dist, t, sh, instr, ann) in part:
             cols["m"].append(idx.code("model", m))
             cols["b"].append(idx.code("benchmark", b))
@@ -290,10 +294,16 @@ def build_site(
             cols["t"].append(t)
             cols["sh"].append(sh)
             cols["i"].append(instr)
-            cols["g"].append(ann)
         with open(out / "data" / f"index-{chunks:03d}.js", "w", encoding="utf-8", newline="\n") as f:
             f.write(f"PF.chunks.push({_js(cols)});\n")
         chunks += 1
+    (out / "data" / "annot").mkdir()
+    annots = 0
+    for start in range(0, len(idx.rows), ANNOT_ROWS):
+        anns = [row[-1] for row in idx.rows[start : start + ANNOT_ROWS]]
+        with open(out / "data" / "annot" / f"{annots:04d}.js", "w", encoding="utf-8", newline="\n") as f:
+            f.write(f"PF.addAnnot({annots},{_js(anns)});\n")
+        annots += 1
 
     from pointfail.judge.render import GREEN, RED, TINT_ALPHA
 
@@ -302,6 +312,7 @@ def build_site(
         "records": len(idx.rows),
         "chunks": chunks,
         "shards": shard_no,
+        "annot_rows": ANNOT_ROWS,
         "page_size": PAGE_SIZE,
         "dicts": {k: list(v) for k, v in idx.dicts.items() if k not in ("outcome", "judge")},
         "outcomes": list(idx.dicts["outcome"]),

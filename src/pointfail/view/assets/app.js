@@ -13,7 +13,7 @@
   var SVGNS = 'http://www.w3.org/2000/svg';
 
   // ------------------------------------------------------------------ data
-  var COLS = ['m', 'b', 'id', 'o', 'md', 'j', 'c', 'l', 'q', 'x', 'd', 't', 'sh', 'i', 'g'];
+  var COLS = ['m', 'b', 'id', 'o', 'md', 'j', 'c', 'l', 'q', 'x', 'd', 't', 'sh', 'i'];
   var D = {};
   COLS.forEach(function (k) { D[k] = []; });
   PF.chunks.forEach(function (ch) { COLS.forEach(function (k) { Array.prototype.push.apply(D[k], ch[k]); }); });
@@ -193,11 +193,45 @@
     return box;
   }
 
+  // ------------------------------------------------------------------ data loaded on demand
+  // A script file per chunk (data/annot/NNNN.js, data/detail/NNNN.js) calls PF.addAnnot/addDetail.
+  function loadScript(kind, n, store, cb) {
+    var key = kind + n;
+    if (store[n]) { cb(store[n]); return; }
+    if (PF.waiting[key]) { PF.waiting[key].push(cb); return; }
+    PF.waiting[key] = [cb];
+    var tag = document.createElement('script');
+    tag.src = 'data/' + kind + '/' + ('0000' + n).slice(-4) + '.js';
+    tag.onerror = function () { var w = PF.waiting[key] || []; delete PF.waiting[key]; w.forEach(function (f) { f(null); }); };
+    document.body.appendChild(tag);
+  }
+  function arrived(kind, store) {
+    return function (n, obj) {
+      store[n] = obj;
+      var w = PF.waiting[kind + n] || [];
+      delete PF.waiting[kind + n];
+      w.forEach(function (cb) { cb(obj); });
+    };
+  }
+  PF.annots = {};
+  PF.addAnnot = arrived('annot', PF.annots);
+  PF.addDetail = arrived('detail', PF.details);
+  function loadShard(n, cb) { loadScript('detail', n, PF.details, cb); }
+  // the annotations of rows (list positions), then cb; missing files leave those rows undrawn
+  function withAnnots(rows, cb) {
+    var need = Array.from(new Set(rows.map(function (i) { return Math.floor(i / M.annot_rows); })));
+    var left = need.length;
+    if (!left) { cb(); return; }
+    need.forEach(function (n) { loadScript('annot', n, PF.annots, function () { if (--left === 0) cb(); }); });
+  }
+  function annotOf(i) {
+    var a = PF.annots[Math.floor(i / M.annot_rows)];
+    return a ? a[i % M.annot_rows] : null;
+  }
+
   // ------------------------------------------------------------------ the list
   var PAGE = M.page_size;
-  function renderList(app) {
-    var st = readState();
-    var res = run(st);
+  function renderList(app, done, st, res) {
     var pages = Math.max(1, Math.ceil(res.matched.length / PAGE));
     if (st.page > pages) st.page = pages;
     app.textContent = '';
@@ -262,10 +296,10 @@
     var focusRow = null;
     slice.forEach(function (i, n) {
       var seg = segOf(i);
-      var g = D.g[i];
+      var g = annotOf(i);
       var thumb = D.t[i] >= 0 ? M.thumbs[D.t[i]] : null;
       var tr = h('tr', { tabindex: n === 0 ? '0' : '-1', 'data-key': keyOf(i), 'data-href': sampleHref(i, st) }, [
-        h('td', {}, [annotBox('thumb', thumb, g, thumb ? null : 'no image', Math.max(1, g.w / 160 * 0.45), false, '')]),
+        h('td', {}, [g ? annotBox('thumb', thumb, g, thumb ? null : 'no image', Math.max(1, g.w / 160 * 0.45), false, '') : null]),
         h('td', { text: M.dicts.model[D.m[i]] }),
         h('td', { text: M.dicts.benchmark[D.b[i]] }),
         h('td', {}, [h('a', { href: sampleHref(i, st), tabindex: '-1', text: D.id[i] })]),
@@ -317,24 +351,10 @@
     else if (PF.focusList && tbody.rows.length) focus(tbody.rows[0]);
     PF.focusList = false;
     document.title = 'pointfail: ' + M.study + ': ' + res.matched.length + ' samples';
+    done();
   }
 
   // ------------------------------------------------------------------ the sample page
-  function loadShard(n, cb) {
-    if (PF.details[n]) { cb(PF.details[n]); return; }
-    if (PF.waiting[n]) { PF.waiting[n].push(cb); return; }
-    PF.waiting[n] = [cb];
-    var tag = document.createElement('script');
-    tag.src = 'data/detail/' + ('0000' + n).slice(-4) + '.js';
-    tag.onerror = function () { cb(null); };
-    document.body.appendChild(tag);
-  }
-  PF.addDetail = function (n, obj) {
-    PF.details[n] = obj;
-    var w = PF.waiting[n] || [];
-    delete PF.waiting[n];
-    w.forEach(function (cb) { cb(obj); });
-  };
 
   function kv(pairs) {
     var dl = h('dl', { 'class': 'kv' });
@@ -381,7 +401,7 @@
     return card(title, kids, id);
   }
 
-  function renderSample(app) {
+  function renderSample(app, done) {
     var st = readState();
     app.textContent = '';
     indexes();
@@ -391,7 +411,7 @@
     var res = run(st);
     var pos = res.matched.indexOf(i);
     var seg = segOf(i);
-    var g = D.g[i];
+    var grp = GROUP.get(D.b[i] + '\u0001' + D.id[i]) || [i];
     app.appendChild(h('div', { 'class': 'sample-head' }, [
       h('h1', { text: D.id[i] }),
       h('span', { 'class': 'muted', text: M.dicts.model[D.m[i]] + ' · ' + M.dicts.benchmark[D.b[i]] }),
@@ -417,8 +437,12 @@
     app.appendChild(grid);
     left.appendChild(h('p', { 'class': 'loading', text: 'Loading the record…' }));
 
-    loadShard(D.sh[i], function (shard) {
+    var pending = 2, shard = null;
+    loadShard(D.sh[i], function (s) { shard = s; if (--pending === 0) show(); });
+    withAnnots(grp, function () { if (--pending === 0) show(); });
+    function show() {
       left.textContent = '';
+      var g = annotOf(i);
       var det = shard && shard[keyOf(i)];
       if (!det) { left.appendChild(h('p', { text: 'The detail file of this sample could not be loaded.' })); return; }
       var r = det.record;
@@ -437,12 +461,11 @@
       left.appendChild(fig);
 
       // the same sample under every model
-      var grp = GROUP.get(D.b[i] + '\u0001' + D.id[i]) || [i];
       var models = h('div', { 'class': 'models', id: 'models' });
       grp.forEach(function (j) {
         var thumb = D.t[j] >= 0 ? M.thumbs[D.t[j]] : null;
         var f = h('figure', { 'class': j === i ? 'current' : null, 'data-model': M.dicts.model[D.m[j]] }, [
-          h('a', { href: sampleHref(j, st), 'aria-label': M.dicts.model[D.m[j]] + ': ' + segOf(j) }, [annotBox('panel', thumb, D.g[j], thumb ? null : 'no image', Math.max(1, D.g[j].w / 300 * 0.45), false, '')]),
+          h('a', { href: sampleHref(j, st), 'aria-label': M.dicts.model[D.m[j]] + ': ' + segOf(j) }, [annotBox('panel', thumb, annotOf(j), thumb ? null : 'no image', Math.max(1, annotOf(j).w / 300 * 0.45), false, '')]),
           h('figcaption', {}, [h('strong', { text: M.dicts.model[D.m[j]] }), ' ', badge(segOf(j)), h('br'), M.outcomes[D.o[j]] + ', miss distance ' + fmtDist(D.d[j])])]);
         models.appendChild(f);
       });
@@ -476,16 +499,32 @@
         ['checkpoint', r.provenance.checkpoint], ['model revision', r.provenance.model_revision], ['container image', r.provenance.image_digest],
         ['pointfail', r.provenance.pointfail_version], ['packages', JSON.stringify(r.provenance.packages)]])], 'provenance'));
       document.title = 'pointfail: ' + D.id[i] + ' (' + M.dicts.model[D.m[i]] + ', ' + M.dicts.benchmark[D.b[i]] + ')';
-      app.setAttribute('data-ready', keyOf(i));
-    });
+      done(keyOf(i));
+    }
   }
 
+  // Each render draws once the annotation (and detail) files it needs have arrived; a newer hash
+  // change supersedes a render still waiting for them.
+  var token = 0;
   function render() {
     var app = document.getElementById('app');
+    var mine = ++token;
     app.removeAttribute('data-ready');
-    if (app.getAttribute('data-page') === 'list') { renderList(app); app.setAttribute('data-ready', 'list'); }
-    else renderSample(app);
-    if (!PF.timing.rendered) PF.timing.rendered = performance.now();
+    function done(ready) {
+      if (!PF.timing.rendered) PF.timing.rendered = performance.now();
+      app.setAttribute('data-ready', ready);
+    }
+    if (app.getAttribute('data-page') === 'list') {
+      var st = readState();
+      var res = run(st);
+      var start = (Math.max(1, Math.min(st.page, Math.ceil(res.matched.length / PAGE) || 1)) - 1) * PAGE;
+      withAnnots(res.matched.slice(start, start + PAGE), function () {
+        if (mine === token) renderList(app, function () { done('list'); }, st, res);
+      });
+    } else {
+      indexes();
+      renderSample(app, function (key) { if (mine === token) done(key); });
+    }
   }
   window.addEventListener('hashchange', function () { PF.focusList = true; render(); });
   document.addEventListener('keydown', function (ev) {
