@@ -12,7 +12,7 @@ Side by side in one run, as ratios: ``json`` (json.loads of every line: the floo
 records), ``read`` (``records.read_records``: what the site builder reads with), ``aggregate``
 (the tables, which the study page shows) and ``view`` (the whole site: tables, list data, detail
 files, images). Then in the browser: time from navigation to the list rendered (all index chunks
-parsed, counts computed, first page drawn), time to apply each of several filters (hash change to
+parsed, counts computed, the shown rows' annotation files loaded, first page drawn), time to apply each of several filters (hash change to
 the list redrawn, measured in the page), and the first render of a sample page (its detail file
 loaded on demand). Usage: ``python bench/view.py [--per-cell 4500] [--images 100] [--repeat 3]``.
 """
@@ -199,7 +199,7 @@ def main() -> None:
                   f"extrapolated, not measured: {per * n / 2 / 60:.1f} min for one image per two records ({n // 2} images)")
         print("\nsite size")
         total_files, total = dir_size(site)
-        for label, pat in [("index (list data)", "data/index-*.js"), ("detail files", "data/detail/*.js"), ("meta", "data/meta.js"),
+        for label, pat in [("index (list data)", "data/index-*.js"), ("annotations", "data/annot/*.js"), ("detail files", "data/detail/*.js"), ("meta", "data/meta.js"),
                            ("pages + assets", "*.html"), ("images: originals", "img/f/*"), ("images: thumbnails", "img/t/*"),
                            ("images: tint layers", "img/m/*")]:
             c, s = dir_size(site, pat)
