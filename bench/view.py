@@ -13,7 +13,7 @@ records), ``read`` (``records.read_records``: what the site builder reads with),
 (the tables, which the study page shows) and ``view`` (the whole site: tables, list data, detail
 files, images). Then in the browser: time from navigation to the list rendered (all index chunks
 parsed, counts computed, the shown rows' annotation files loaded, first page drawn), time to apply each of several filters (hash change to
-the list redrawn, measured in the page), and the first render of a sample page (its detail file
+the list redrawn with its annotations, measured in the page), and the first render of a sample page (its detail file
 loaded on demand). Usage: ``python bench/view.py [--per-cell 4500] [--images 100] [--repeat 3]``.
 """
 
@@ -114,8 +114,12 @@ def browser_timings(site: Path, repeat: int) -> dict[str, list[float]]:
             for name, hash_ in FILTERS:
                 ms = pg.evaluate(
                     """h => new Promise(done => {
+                        const app = document.getElementById('app');
                         const t0 = performance.now();
-                        window.addEventListener('hashchange', () => done(performance.now() - t0), {once: true});
+                        const obs = new MutationObserver(() => {
+                            if (app.getAttribute('data-ready')) { obs.disconnect(); done(performance.now() - t0); }
+                        });
+                        obs.observe(app, {attributes: true, attributeFilter: ['data-ready']});
                         location.hash = h || '#';
                     })""", hash_)
                 out[f"filter: {name}"].append(ms / 1000)

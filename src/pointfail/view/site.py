@@ -36,7 +36,7 @@ __all__ = ["ANNOT_ROWS", "CHUNK_ROWS", "SHARD_RECORDS", "PAGE_SIZE", "SiteResult
 
 CHUNK_ROWS = 10_000
 """List rows per ``data/index-NNN.js`` file."""
-ANNOT_ROWS = 500
+ANNOT_ROWS = 100
 """Annotations (what is drawn over each image) per ``data/annot/NNNN.js`` file, in list order; a
 page loads only the files of the rows it shows."""
 SHARD_RECORDS = 100
