@@ -67,6 +67,7 @@ def rec(
     point: tuple[float, float] = (0.5, 0.5),
     official: Optional[float] = None,
     absent: bool = False,
+    declined: bool = False,
     other: tuple[Judgment, ...] = (),
     study: str = "toy",
     size: tuple[int, int] = (100, 100),
@@ -81,7 +82,7 @@ def rec(
         else:
             parse = ParseResult(family="center", frame="unit", points=[list(point)])
     elif outcome == "no_prediction":
-        parse = ParseResult(family="center", frame="unit", reason="no_coordinates")
+        parse = ParseResult(family="center", frame="unit", reason="declined" if declined else "no_coordinates")
     else:
         response = Response(error="worker: out of memory")
     judge = None
@@ -167,10 +168,10 @@ def test_outcomes_table_hand_computed(toy: Path) -> None:
     got = {k: [v[c] for c in cols] for k, v in rows.items()}
     assert got == {
         ("alpha", "b1"): ["4", "3", "1", "0", "0", "75.0", "0.0"],
-        # n = 7 - 1 error = 6; 1/6 = 16.67 %; 2/6 = 33.3 %
-        ("alpha", "b2"): ["6", "1", "3", "2", "1", "16.7", "33.3"],
-        # pooled 4/10 = 40.0 %, not (75.0 + 16.7) / 2 = 45.8 %
-        ("alpha", "pooled"): ["10", "4", "4", "2", "1", "40.0", "20.0"],
+        # n = 7 samples, the error included as a non-hit; 1/7 = 14.29 %; 2/7 = 28.57 %
+        ("alpha", "b2"): ["7", "1", "3", "2", "1", "14.3", "28.6"],
+        # pooled 4/11 = 36.36 %, not (75.0 + 14.3) / 2 = 44.6 %
+        ("alpha", "pooled"): ["11", "4", "4", "2", "1", "36.4", "18.2"],
         ("beta", "b1"): ["4", "1", "0", "3", "0", "25.0", "75.0"],
         # 1/7 = 14.29 %, 5/7 = 71.43 %
         ("beta", "b2"): ["7", "1", "1", "5", "0", "14.3", "71.4"],
@@ -181,7 +182,7 @@ def test_outcomes_table_hand_computed(toy: Path) -> None:
     assert list(rows) == [("alpha", "b1"), ("alpha", "b2"), ("alpha", "pooled"), ("beta", "b1"), ("beta", "b2"), ("beta", "pooled")]
     assert (toy / "tables" / "outcomes.csv").read_bytes() == files["outcomes.csv"]
     md = files["outcomes.md"].decode()
-    assert "excluded from n" in md and "| alpha   | pooled      | 10  |" in md
+    assert "count as non-hits" in md and "| alpha   | pooled      | 11  |" in md
 
 
 def test_failure_composition_hand_computed(toy: Path) -> None:
@@ -198,31 +199,36 @@ def test_failure_composition_hand_computed(toy: Path) -> None:
     # one miss, never judged: pending; no labeled miss -> shares n/a
     assert (bp["miss"], bp["labeled"], bp["pending"], bp["hallucinated_pct"]) == ("1", "0", "1", "n/a")
     for r in rows.values():
-        assert int(r["miss"]) == int(r["labeled"]) + int(r["unlabeled"]) + int(r["judge_unavailable"]) + int(r["pending"])
+        assert int(r["miss"]) == (int(r["labeled"]) + int(r["malformed_box"]) + int(r["unlabeled"])
+                                  + int(r["judge_unavailable"]) + int(r["pending"]))
 
 
 def test_summary_json(toy: Path) -> None:
     s = json.loads(aggregate(toy)["summary.json"])
     ap = s["models"]["alpha"]["pooled"]
-    assert (ap["n"], ap["hit"], ap["miss"], ap["no_prediction"], ap["errors"]) == (10, 4, 4, 2, 1)
-    assert ap["hit_rate"] == 0.4
+    assert (ap["n"], ap["hit"], ap["miss"], ap["no_prediction"], ap["errors"]) == (11, 4, 4, 2, 1)
+    assert ap["hit_rate"] == 0.363636  # 4/11: the error is a non-hit
     assert (ap["off_by_pixels"], ap["wrong_instance"], ap["wrong_category"], ap["hallucinated"]) == (1, 1, 0, 0)
     assert (ap["unlabeled"], ap["judge_unavailable"]) == (1, 1)
-    assert s["models"]["alpha"]["benchmarks"]["b2"]["hit_rate"] == 0.166667  # 1/6 rounded once to 6 places
+    assert s["models"]["alpha"]["benchmarks"]["b2"]["hit_rate"] == 0.142857  # 1/7 rounded once to 6 places
     assert s["models"]["beta"]["pooled"]["hit_rate"] == 0.181818
 
 
 def test_headline_and_tolerance(toy: Path) -> None:
     files = aggregate(toy)
     head = {(r["model"], r["benchmark"]): r["hit_rate_pct"] for r in read_csv(files["headline.csv"])}
-    assert head[("alpha", "pooled")] == "40.0" and head[("beta", "b2")] == "14.3"
+    assert head[("alpha", "pooled")] == "36.4" and head[("beta", "b2")] == "14.3"
     tol = {(r["model"], r["benchmark"], int(r["t_px"])): (r["hits_within_t"], r["n"], r["rate_pct"]) for r in read_csv(files["tolerance.csv"])}
     assert tol[("alpha", "b1", 0)] == ("3", "4", "75.0")
     assert tol[("alpha", "b1", 2)] == ("3", "4", "75.0")
     assert tol[("alpha", "b1", 3)] == ("4", "4", "100.0")  # the 3 px miss is recovered at t = 3
-    # alpha pooled at t = 10: 4 hits + misses at 3 and 10 px = 6 of 10; t = 50: + 20 and 40 px = 8 of 10
-    assert tol[("alpha", "pooled", 10)] == ("6", "10", "60.0")
-    assert tol[("alpha", "pooled", 50)] == ("8", "10", "80.0")
+    # alpha pooled at t = 10: 4 hits + misses at 3 and 10 px = 6 of 11 (the error is in n); t = 50: + 20
+    # and 40 px = 8 of 11
+    assert tol[("alpha", "pooled", 10)] == ("6", "11", "54.5")
+    assert tol[("alpha", "pooled", 50)] == ("8", "11", "72.7")
+    # t = 0 is the headline hit rate, cell for cell
+    head_n = {(r["model"], r["benchmark"]): (r["hit"], r["n"], r["hit_rate_pct"]) for r in read_csv(files["headline.csv"])}
+    assert {k[:2]: v for k, v in tol.items() if k[2] == 0} == head_n
     # beta's 200 px miss and its no_predictions never count
     assert tol[("beta", "pooled", 50)] == ("2", "11", "18.2")
     assert len([k for k in tol if k[:2] == ("alpha", "b1")]) == 51
@@ -282,10 +288,11 @@ def test_box_official_absent_and_judge_agreement(tmp_path: Path) -> None:
         rec("m", "bx", "x1", "hit", task="box", box_class="hit", iou=0.8, official=1.0),
         rec("m", "bx", "x2", "miss", task="box", box_class="clipped", iou=0.5, official=0.0, label="wrong_instance", other=(oth,)),
         rec("m", "bx", "x3", "miss", task="box", box_class="oversized", iou=0.25, official=0.0, label="off_by_pixels", other=(oth,)),
-        rec("m", "bx", "x4", "no_prediction", task="box", official=0.0),
-        rec("m", "ab", "a1", "no_prediction", absent=True),
+        rec("m", "bx", "x4", "no_prediction", task="box", official=0.0, declined=True),
+        rec("m", "ab", "a1", "no_prediction", absent=True, declined=True),
         rec("m", "ab", "a2", "miss", absent=True, label="hallucinated"),
         rec("m", "ab", "a3", "error", absent=True),
+        rec("m", "ab", "a4", "no_prediction", absent=True),
     ]
     write_records(tmp_path / "st" / "m" / "bx.jsonl", rs[:4])
     write_records(tmp_path / "st" / "m" / "ab.jsonl", rs[4:])
@@ -295,8 +302,14 @@ def test_box_official_absent_and_judge_agreement(tmp_path: Path) -> None:
     g = read_csv(files["grounding.csv"])[0]
     # located present referents: x1 (0.8), x2 (0.5), x3 (0.25): >=0.25 3/3, >=0.5 2/3, >=0.75 1/3, >=0.9 0/3
     assert [g[k] for k in ("n_scored", "iou>=0.25_pct", "iou>=0.5_pct", "iou>=0.75_pct", "iou>=0.9_pct", "missed_a_present_referent")] == ["3", "100.0", "66.7", "33.3", "0.0", "1"]
-    ab = read_csv(files["absent.csv"])[0]
-    assert [ab[k] for k in ("n_absent", "correctly_declined", "hallucinated_a_location", "declined_pct", "unanswered")] == ["2", "1", "1", "50.0", "1"]
+    ab = {r["benchmark"]: r for r in read_csv(files["absent.csv"])}
+    # a1 declined, a2 located (hallucinated), a3 error, a4 no location but no decline: n_absent 4
+    assert [ab["ab"][k] for k in ("n_absent", "correctly_declined", "hallucinated_a_location", "no_location_no_decline",
+                                  "error", "correctly_declined_pct")] == ["4", "1", "1", "1", "1", "25.0"]
+    # x4 declined a present referent
+    assert ab["bx"]["missed_a_present_referent"] == "1" and ab["pooled"]["n_absent"] == "4"
+    # absent referents are in no hit rate: the outcomes table has no `ab` row
+    assert "ab" not in {r["benchmark"] for r in read_csv(files["outcomes.csv"])}
     off = read_csv(files["official.csv"])[0]
     assert (off["benchmark"], off["n_official"], off["official_score_pct"], off["pointfail_hit_rate_pct"]) == ("bx", "4", "25.0", "25.0")
     ja = next(r for r in read_csv(files["judge_agreement.csv"]) if r["benchmark"] == "bx")
@@ -439,3 +452,54 @@ def test_duplicate_sample_in_one_file_names_the_file(tmp_path: Path) -> None:
     p.write_text(rec("m", "b", "s1", "hit").to_json() * 2, encoding="utf-8")
     with pytest.raises(AggregateError, match=r"duplicate sample 's1' for model 'm' on 'b' \(also in .*b\.jsonl\)"):
         load_study(tmp_path / "st")
+
+
+def test_point_answer_to_box_task_is_one_thing_in_every_table(tmp_path: Path) -> None:
+    """A box task answered with a point: a miss, box class malformed, IoU 0 in the grounding sweep
+    (accuracy 0, not n/a), never a decline, and no failure mode (counted in malformed_box)."""
+    rs = [rec("m", "bx", f"x{i}", "miss", task="box", box_class="malformed", label="off_by_pixels") for i in range(3)]
+    for r in rs:  # the parse holds a point and no box
+        r.parse = ParseResult(family="center", frame="unit", points=[[0.5, 0.5]])
+        r.geometry.box = BoxScore(iou=None, box_class="malformed")
+    write_records(tmp_path / "st" / "m" / "bx.jsonl", rs)
+    files = aggregate(tmp_path / "st")
+    g = read_csv(files["grounding.csv"])[0]
+    assert [g[k] for k in ("n_box", "n_scored", "iou>=0.25_pct", "missed_a_present_referent")] == ["3", "3", "0.0", "0"]
+    fc = read_csv(files["failure_composition.csv"])[0]
+    assert (fc["miss"], fc["labeled"], fc["malformed_box"], fc["off_by_pixels"]) == ("3", "0", "3", "0")
+    box = read_csv(files["box_outcomes.csv"])[0]
+    assert box["malformed"] == "3"
+    for name in ("grounding.md", "failure_composition.md", "box_outcomes.md", "outcomes.md", "headline.md"):
+        assert "Answer-form rule" in files[name].decode(), name
+
+
+def test_errors_mark_the_study_incomplete(toy: Path) -> None:
+    files = aggregate(toy)  # alpha/b2/t7 is an infrastructure error
+    for name, data in files.items():
+        if name.endswith(".md"):
+            assert "INCOMPLETE STUDY: 1 sample(s)" in data.decode(), name
+    from pointfail.aggregate import verify
+
+    res = verify(toy)
+    assert res.ok and res.incomplete and res.errors == 1
+
+
+def test_breakdowns_leave_out_mostly_unique_axes(tmp_path: Path) -> None:
+    # 6 samples, `target_id` takes 4 values (more than half): left out and named; `language` kept
+    rs = [rec("m", "b", f"s{i}", "hit", meta={"target_id": f"t{min(i, 3)}", "language": "en" if i % 2 else "de"})
+          for i in range(6)]
+    write_records(tmp_path / "st" / "m" / "b.jsonl", rs)
+    files = aggregate(tmp_path / "st")
+    axes = {r["axis"] for r in read_csv(files["breakdowns.csv"])}
+    assert "language" in axes and "target_id" not in axes
+    assert "Left out as mostly unique: b: target_id." in files["breakdowns.md"].decode()
+
+
+def test_failure_by_category(toy: Path, tmp_path: Path) -> None:
+    rs = [rec("m", "b", "s1", "miss", label="wrong_instance", meta={"category": "cell"}),
+          rec("m", "b", "s2", "miss", label="hallucinated", meta={"category": "cell"}),
+          rec("m", "b", "s3", "hit", meta={"category": "word"})]
+    write_records(tmp_path / "st" / "m" / "b.jsonl", rs)
+    rows = {r["category"]: r for r in read_csv(aggregate(tmp_path / "st")["failure_by_category.csv"])}
+    assert (rows["cell"]["n"], rows["cell"]["wrong_instance_pct"], rows["cell"]["hallucinated_pct"]) == ("2", "50.0", "50.0")
+    assert (rows["word"]["n"], rows["word"]["miss"], rows["word"]["off_by_pixels_pct"]) == ("1", "0", "n/a")

@@ -27,9 +27,9 @@ def toy(tmp_path: Path) -> Path:
 def test_profile_counts_add_up(toy: Path) -> None:
     bars = {(m, b): (seg, n) for m, b, seg, n in profile_counts(load_study(toy).counts)}
     seg, n = bars[("alpha", "b2")]
-    # alpha/b2: hit 1, wrong_instance 1, unlabeled 1, judge_unavailable 1, no_prediction 2 (error excluded)
-    assert n == 6 and {k: v for k, v in seg.items() if v} == {
-        "hit": 1, "wrong_instance": 1, "unlabeled": 1, "judge_unavailable": 1, "no_prediction": 2,
+    # alpha/b2: hit 1, wrong_instance 1, unlabeled 1, judge_unavailable 1, no_prediction 2, error 1 (in n)
+    assert n == 7 and {k: v for k, v in seg.items() if v} == {
+        "hit": 1, "wrong_instance": 1, "unlabeled": 1, "judge_unavailable": 1, "no_prediction": 2, "error": 1,
     }
     for seg, n in bars.values():
         assert sum(seg.values()) == n and set(seg) == set(SEGMENTS)

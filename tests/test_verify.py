@@ -81,8 +81,9 @@ def test_one_changed_byte_fails_with_diff(study: Path, capsys: pytest.CaptureFix
     assert "tables/tolerance.csv: differs from the regenerated table" in out
     assert "tables/pointing.csv: differs" in out
     assert "--- committed/tolerance.csv" in out and "+++ regenerated/tolerance.csv" in out
-    # at t = 40..48 px the 40 px miss no longer counts: alpha b2 falls from 4/6 hits to 3/6
-    assert "-alpha,b2,40,4,6,66.7\n" in out and "+alpha,b2,40,3,6,50.0\n" in out
+    # at t = 40..48 px the 40 px miss no longer counts: alpha b2 falls from 4/7 hits to 3/7 (the
+    # infrastructure error is one of the 7, a non-hit)
+    assert "-alpha,b2,40,4,7,57.1\n" in out and "+alpha,b2,40,3,7,42.9\n" in out
     # the headline (hit rates) is unchanged by a distance
     assert "headline" not in out
 

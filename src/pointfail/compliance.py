@@ -27,11 +27,73 @@ from typing import Any, Optional
 
 from pointfail.records import Record
 
-__all__ = ["READINGS", "compliance_counts"]
+__all__ = ["READINGS", "ComplianceCounts", "compliance_counts"]
 
 
 READINGS: tuple[str, ...] = ("unit", "percent_100", "grid_1000", "pixels_original", "pixels_resized")
 """The readings reported, in column order (the names of ``scoring.COMPLIANCE_READINGS``)."""
+
+
+class ComplianceCounts:
+    """The fold behind :func:`compliance_counts`: add one record at a time, merge cells, read
+    :meth:`result` at the end."""
+
+    __slots__ = ("base_dir", "n", "official", "errors", "not_computed", "declared", "hits", "applicable")
+
+    def __init__(self, base_dir: Optional[str | Path] = None) -> None:
+        self.base_dir = base_dir
+        self.n = self.official = self.errors = self.not_computed = 0
+        self.declared: Optional[str] = None
+        self.hits: dict[str, int] = {r: 0 for r in READINGS}
+        self.applicable: dict[str, bool] = {r: False for r in READINGS}
+
+    def add(self, rec: Record) -> None:
+        """Fold one record (box tasks and absent referents are skipped)."""
+        from pointfail.geometry import GeometryError, TargetRegion
+        from pointfail.scoring import frame_compliance
+
+        if rec.task != "point" or rec.target.kind == "absent":
+            return
+        self.n += 1
+        if rec.outcome == "error":
+            self.errors += 1
+            return
+        self.official += rec.outcome == "hit"
+        size = (rec.image.width, rec.image.height)
+        try:
+            region = TargetRegion.from_target(rec.target, size, base_dir=self.base_dir)
+            d = frame_compliance(rec.family, rec.response.raw_text or "", size, region, rec.response.model_input_size)
+        except (GeometryError, OSError, ValueError, KeyError):
+            self.not_computed += 1
+            return
+        self.declared = d["declared_frame"]
+        for r in d["readings"]:
+            if r["declared"] or r["frame"] not in self.hits:
+                continue
+            self.applicable[r["frame"]] = True
+            self.hits[r["frame"]] += bool(r["hit"])
+
+    def merge(self, other: "ComplianceCounts") -> None:
+        """Add another cell's counts (pooled rows)."""
+        self.n += other.n
+        self.official += other.official
+        self.errors += other.errors
+        self.not_computed += other.not_computed
+        self.declared = self.declared or other.declared
+        for r in READINGS:
+            self.hits[r] += other.hits[r]
+            self.applicable[r] = self.applicable[r] or other.applicable[r]
+
+    def result(self) -> dict[str, Any]:
+        """``{"n", "official", "errors", "not_computed", "declared_frame", "readings": {name: hits | None}}``."""
+        return {
+            "n": self.n,
+            "official": self.official,
+            "errors": self.errors,
+            "not_computed": self.not_computed,
+            "declared_frame": self.declared,
+            "readings": {r: (self.hits[r] if self.applicable[r] else None) for r in READINGS},
+        }
 
 
 def compliance_counts(records: Iterable[Record], base_dir: Optional[str | Path] = None) -> dict[str, Any]:
@@ -44,42 +106,9 @@ def compliance_counts(records: Iterable[Record], base_dir: Optional[str | Path] 
 
     Returns:
         ``{"n", "official", "errors", "not_computed", "declared_frame", "readings": {name: hits | None}}``
-        with integer counts.
+        with integer counts (:meth:`ComplianceCounts.result`).
     """
-    from pointfail.geometry import GeometryError, TargetRegion
-    from pointfail.scoring import frame_compliance
-
-    n = official = errors = not_computed = 0
-    hits: dict[str, Optional[int]] = {r: 0 for r in READINGS}
-    applicable: dict[str, bool] = {r: False for r in READINGS}
-    declared = None
+    acc = ComplianceCounts(base_dir)
     for rec in records:
-        if rec.task != "point" or rec.target.kind == "absent":
-            continue
-        n += 1
-        if rec.outcome == "error":
-            errors += 1
-            continue
-        official += rec.outcome == "hit"
-        size = (rec.image.width, rec.image.height)
-        try:
-            region = TargetRegion.from_target(rec.target, size, base_dir=base_dir)
-            d = frame_compliance(rec.family, rec.response.raw_text or "", size, region,
-                                 rec.response.model_input_size)
-        except (GeometryError, OSError, ValueError, KeyError):
-            not_computed += 1
-            continue
-        declared = d["declared_frame"]
-        for r in d["readings"]:
-            if r["declared"] or r["frame"] not in hits:
-                continue
-            applicable[r["frame"]] = True
-            hits[r["frame"]] = (hits[r["frame"]] or 0) + bool(r["hit"])
-    return {
-        "n": n,
-        "official": official,
-        "errors": errors,
-        "not_computed": not_computed,
-        "declared_frame": declared,
-        "readings": {r: (hits[r] if applicable[r] else None) for r in READINGS},
-    }
+        acc.add(rec)
+    return acc.result()

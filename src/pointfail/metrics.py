@@ -391,15 +391,17 @@ class ToleranceCounts:
         self._buckets = [0] * (self.max_t + 1)
 
     def add(self, outcome: str, distance_px: Optional[float]) -> None:
-        """One scored sample: ``outcome`` (``hit`` / ``miss`` / ``no_prediction``) and its recorded
-        ``distance_px`` (pixels of the original image, ``None`` when unknown)."""
+        """One sample: ``outcome`` (``hit`` / ``miss`` / ``no_prediction`` / ``error``; only a hit, or a
+        miss within ``t`` for ``t >= 1``, counts) and its recorded ``distance_px`` (pixels of the
+        original image, ``None`` when unknown or not applicable)."""
         self.n += 1
         if outcome == "hit":
             self.hits += 1
         elif outcome == "miss" and distance_px is not None:
             k = math.ceil(distance_px) if math.isfinite(distance_px) else self.max_t + 1
             if k <= self.max_t:
-                self._buckets[max(k, 0)] += 1
+                # a miss never counts at t = 0: there the curve is the hit rate by construction
+                self._buckets[max(k, 1)] += 1
 
     def merge(self, other: "ToleranceCounts") -> None:
         """Add another fold's counts (same ``max_t``)."""

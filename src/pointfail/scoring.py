@@ -65,6 +65,7 @@ __all__ = [
     "frame_compliance",
     "COMPLIANCE_READINGS",
     "ABSENCE_OUTCOMES",
+    "absence_count",
     "absence_outcome",
 ]
 
@@ -184,10 +185,15 @@ def absence_outcome(target_kind: str, outcome: str, parse: Optional[ParseResult]
         ``missed_a_present_referent`` when the model declined, else ``None``. ``None`` for ``error``
         (infrastructure errors are counted in their own column).
     """
+    return absence_count(target_kind == "absent", outcome, parse is not None and parse.reason == "declined")
+
+
+def absence_count(target_absent: bool, outcome: str, declined: bool) -> Optional[str]:
+    """:func:`absence_outcome` from its three facts: whether the referent is absent, the outcome, and
+    whether the parser read an explicit decline (the aggregate's rows carry exactly these)."""
     if outcome == "error":
         return None
-    declined = parse is not None and parse.reason == "declined"
-    if target_kind == "absent":
+    if target_absent:
         if outcome in ("hit", "miss"):
             return "hallucinated_a_location"
         return "correctly_declined" if declined else "no_location_no_decline"

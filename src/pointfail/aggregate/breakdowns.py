@@ -1,8 +1,9 @@
 """``breakdowns``: hit rate by every metadata axis of each benchmark and by target-area quartile.
 
-Axes (per benchmark): scalar metadata keys with at least two distinct values; not an identifier (a key
-whose number of distinct values equals the number of samples, when there are more than four); numeric
-keys only with at most :data:`MAX_NUMERIC_LEVELS` distinct values. A row without the key counts under
+Axes (per benchmark): scalar metadata keys with at least two distinct values; not a near-identifier (a
+key with more distinct values than half the benchmark's samples, when there are more than four: most
+of its values would be one sample each, e.g. a suite's ``target_id``; such axes are named in the
+table's notes as left out); numeric keys only with at most :data:`MAX_NUMERIC_LEVELS` distinct values. A row without the key counts under
 ``(none)``. Area quartiles: nearest-rank quartiles of the distinct samples' ``Target.area_px``
 (:func:`area_quartiles`); rows without an area count under ``(no area)``.
 
@@ -110,11 +111,12 @@ class _Bench:
     per-sample outcome codes of :class:`~pointfail.aggregate.counting.Counts`; per row the fold costs
     one dictionary lookup."""
 
-    __slots__ = ("sigs", "sig_of")
+    __slots__ = ("sigs", "sig_of", "unique_left_out")
 
     def __init__(self) -> None:
         self.sigs: dict[_Signature, int] = {}
         self.sig_of: dict[str, array[int]] = {}
+        self.unique_left_out: list[str] = []
 
     def add(self, r: Row, sample: int) -> None:
         key = (r.metadata, r.numeric_keys)
@@ -129,7 +131,8 @@ class _Bench:
         col[sample] = sig
 
     def axes(self, n_samples: int) -> tuple[list[str], list[dict[str, str]]]:
-        """The axes (module docstring rules) and each signature's metadata as a dict (index = id)."""
+        """The axes (module docstring rules) and each signature's metadata as a dict (index = id);
+        the near-identifier keys left out are in :attr:`unique_left_out` afterwards."""
         metas: list[dict[str, str]] = [{}] * (len(self.sigs) + 1)
         values: dict[str, set[str]] = {}
         numeric: set[str] = set()
@@ -139,11 +142,13 @@ class _Bench:
             for k, v in meta:
                 values.setdefault(k, set()).add(v)
         out = []
+        self.unique_left_out = []
         for k in sorted(values):
             distinct = len(values[k])
             if distinct < 2:
                 continue
-            if distinct == n_samples and n_samples > 4:
+            if n_samples > 4 and 2 * distinct > n_samples:
+                self.unique_left_out.append(k)
                 continue
             if k in numeric and distinct > MAX_NUMERIC_LEVELS:
                 continue
@@ -223,9 +228,13 @@ class Breakdowns(TableBuilder):
                    count("miss"), count("no_prediction"), count("error"), pct("hit_rate_pct")]
         rows: list[list[object]] = []
         sections = []
+        left_out: list[str] = []
         for b in counts.benchmarks:
             models = [m for m in counts.models if (m, b) in counts.cells]
-            for ax, cells in self._cells(study, b, models):
+            per_axis = self._cells(study, b, models)
+            if self._benches[b].unique_left_out:
+                left_out.append(f"{b}: {', '.join(self._benches[b].unique_left_out)}")
+            for ax, cells in per_axis:
                 values = sorted({v for v, _ in cells})
                 md_rows = []
                 for v in values:
@@ -242,8 +251,9 @@ class Breakdowns(TableBuilder):
                 sections.append((f"{b}: {ax}", [ax, *models], md_rows))
         notes = [
             "Hit rate (%) with (hit/n) per value of every metadata axis a benchmark carries (scalar axes with "
-            f"at least two values; per-sample identifiers and numeric axes with more than {MAX_NUMERIC_LEVELS} "
-            "distinct values left out) and per quartile of target area.",
+            "at least two values; near-identifiers, axes with more distinct values than half the samples, and "
+            f"numeric axes with more than {MAX_NUMERIC_LEVELS} distinct values left out) and per quartile of target area.",
+            "Left out as mostly unique: " + ("; ".join(left_out) if left_out else "none") + ".",
             "Area quartiles: nearest-rank quartiles of Target.area_px over the benchmark's distinct samples; "
             "tied areas share a quartile; [min, max] area of the quartile's samples in pixels.",
             ERROR_NOTE,

@@ -6,9 +6,13 @@ curve; its memory grows with the number of cells and images, never with the numb
 
 Counting rules (``shared/seeds/pointfail-study.txt``, "Computing the metrics"):
 
-* ``n`` = hit + miss + no_prediction: every scored sample. A no_prediction counts against the hit
-  rate exactly like a miss. Infrastructure ``error`` outcomes are counted apart (``Cell.error``) and
-  excluded from ``n``, from every rate and from every paired comparison.
+* ``n`` = hit + miss + no_prediction + error: every sample whose referent is present (the source
+  study divides by all samples). A no_prediction counts against the hit rate exactly like a miss, and
+  so does an infrastructure ``error`` (shown in ``Cell.error``; a model that crashes on its hardest
+  inputs must not gain hit rate). Samples whose referent is absent never reach these counts: they
+  are counted apart (the ``absent`` table).
+* A point answer to a box task is a miss counted apart from the failure modes (``malformed_box``),
+  never given one (the answer-form rule, :data:`pointfail.aggregate.registry.ANSWER_FORM_NOTE`).
 * Pooled cells sum raw counts over benchmarks; no percentage is ever averaged.
 * Failure modes count labeled misses; ``unlabeled`` (the judge abstained after five attempts),
   ``judge_unavailable`` (judge outage) and ``pending`` (not judged yet) are counted apart, never
@@ -43,18 +47,20 @@ __all__ = [
     "with_pooled",
 ]
 
-JUDGE_APART = ("unlabeled", "judge_unavailable", "pending")
-"""Miss statuses counted apart from the failure modes, in table order."""
+JUDGE_APART = ("malformed_box", "unlabeled", "judge_unavailable", "pending")
+"""Misses counted apart from the failure modes, in table order: point answers to box tasks (the
+answer-form rule), then the judge statuses that give no label."""
 
 
 class OutcomeCounts:
-    """hit, miss, no_prediction and error counts of a group of rows (``n`` excludes errors).
+    """hit, miss, no_prediction and error counts of a group of rows (``n`` counts them all: an error
+    is a non-hit).
 
     >>> c = OutcomeCounts()
     >>> for o in ("hit", "miss", "error", "no_prediction"):
     ...     c.add_outcome(o)
     >>> c.n, c.hit, c.error
-    (3, 1, 1)
+    (4, 1, 1)
     """
 
     __slots__ = ("hit", "miss", "no_prediction", "error")
@@ -64,8 +70,8 @@ class OutcomeCounts:
 
     @property
     def n(self) -> int:
-        """Scored samples: hit + miss + no_prediction."""
-        return self.hit + self.miss + self.no_prediction
+        """Every sample: hit + miss + no_prediction + error."""
+        return self.hit + self.miss + self.no_prediction + self.error
 
     def add_outcome(self, outcome: str) -> None:
         """Count one outcome (``hit``, ``miss``, ``no_prediction`` or ``error``).
@@ -113,7 +119,9 @@ class Cell(OutcomeCounts):
         """Count one row."""
         self.add_outcome(r.outcome)
         if r.outcome == "miss":
-            if r.judge_status == "labeled" and r.label in self.modes:
+            if r.point_answer_to_box_task:
+                self.apart["malformed_box"] += 1
+            elif r.judge_status == "labeled" and r.label in self.modes:
                 self.modes[r.label] += 1
             else:
                 self.apart[r.judge_status if r.judge_status in self.apart else "pending"] += 1
@@ -269,8 +277,9 @@ class Counts:
             raise DuplicateSample(f"duplicate sample {r.sample_id!r} for model {r.model!r} on {r.benchmark!r}")
         codes[i] = OUTCOME_CODES[r.outcome]
         c.add(r)
-        if r.outcome != "error":
-            self.tolerance[key].add(r.outcome, r.distance_px)
+        # box tasks are scored by the box rule at every tolerance (a distance never makes one a hit), so
+        # at t = 0 the curve is the hit rate by construction; errors are non-hits at every t
+        self.tolerance[key].add(r.outcome, r.distance_px if r.task == "point" else None)
         return i
 
     def scored(self, model: str, benchmark: str) -> bytearray:
@@ -279,13 +288,14 @@ class Counts:
         return padded(self.codes.get((model, benchmark), bytearray()), len(self.samples[benchmark]))
 
     def _clusters(self, model: str, benchmark: str) -> list[tuple[int, int]]:
-        """``(hits, n)`` per image of the cell's scored samples, ordered by the cluster key."""
+        """``(hits, n)`` per image of the cell's samples (errors included, as non-hits), ordered by the
+        cluster key."""
         import numpy as np
 
         table = self.samples[benchmark]
         codes = np.frombuffer(self.scored(model, benchmark), dtype=np.uint8)
         cl = np.frombuffer(table.cluster, dtype=f"i{table.cluster.itemsize}")
-        scored = (codes >= 1) & (codes <= 3)
+        scored = (codes >= 1) & (codes <= 4)
         k = len(table.cluster_names)
         n = np.bincount(cl[scored], minlength=k)
         h = np.bincount(cl[scored & (codes == 1)], minlength=k)

@@ -87,7 +87,9 @@ class Tolerance(TableBuilder):
         md_rows = [[m, b] + [columns[-1].format(by[(m, b, t)]) for t in TOLERANCE_MD_COLUMNS] for m, b in study.counts.keys()]
         notes = [
             "Hit rate (%) if a point within t pixels (of the original image) of the target counted as a hit: "
-            "hits plus misses with recorded distance_px <= t, over n; no_prediction never counts.",
+            "hits plus point-task misses with recorded distance_px <= t (t >= 1), over n; no_prediction and errors "
+            "never count. Box tasks are scored by their own rule (the PointerBench box rule) at every t: a box-task "
+            "miss never becomes a hit by distance. So t=0 is the headline hit rate, cell for cell.",
             "tolerance.csv holds every t = 0..50.",
             ERROR_NOTE,
         ]

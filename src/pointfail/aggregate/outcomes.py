@@ -7,15 +7,15 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Optional
 
 from pointfail.aggregate.counting import JUDGE_APART, Cell
-from pointfail.aggregate.registry import ERROR_NOTE, TableBuilder, register
-from pointfail.aggregate.rows import POOLED
+from pointfail.aggregate.registry import ANSWER_FORM_NOTE, ERROR_NOTE, TableBuilder, register
+from pointfail.aggregate.rows import POOLED, Row
 from pointfail.records import FAILURE_MODES
 from pointfail.tables import NA, JsonDocument, Output, Table, count, json_number, pct, rate, text
 
 if TYPE_CHECKING:
     from pointfail.aggregate.study import Study
 
-__all__ = ["SUMMARY_SCHEMA", "FailureComposition", "Headline", "Outcomes", "Summary"]
+__all__ = ["SUMMARY_SCHEMA", "FailureByCategory", "FailureComposition", "Headline", "Outcomes", "Summary"]
 
 SUMMARY_SCHEMA = "pointfail.summary/1"
 
@@ -55,8 +55,10 @@ class Headline(TableBuilder):
                 rows.append([m, b, c.n, c.hit, r, lo, hi])
             rows_md.append(md)
         notes = [
-            "Point-in-target hit rate (%) = hit / n, with a bootstrap 95% interval [low, high].",
+            "Point-in-target hit rate (%) = hit / n, with a bootstrap 95% interval [low, high]; box tasks are "
+            "hits by the PointerBench box rule.",
             ERROR_NOTE,
+            ANSWER_FORM_NOTE,
             "`pooled` sums raw counts over the model's benchmarks (never an average of percentages).",
             f"Intervals: percentile bootstrap resampling images (not prompts), {study.bootstrap_resamples} "
             f"resamples, seed {study.bootstrap_seed}; pooled intervals resample each benchmark's images apart.",
@@ -79,7 +81,8 @@ class Outcomes(TableBuilder):
             c = study.counts.cells[(m, b)]
             lo, hi = _ci(study, (m, b))
             rows.append([m, b, c.n, c.hit, c.miss, c.no_prediction, c.error, rate(c.hit, c.n), lo, hi, rate(c.no_prediction, c.n)])
-        notes = [ERROR_NOTE, "Rates are % of n, rounded once to 0.1 (half to even).", "`pooled` sums raw counts."]
+        notes = [ERROR_NOTE, ANSWER_FORM_NOTE, "Rates are % of n, rounded once to 0.1 (half to even).",
+                 "`pooled` sums raw counts."]
         return [Table("outcomes", f"Outcomes: {study.name}", notes, columns, rows)]
 
 
@@ -107,12 +110,70 @@ class FailureComposition(TableBuilder):
             )
         notes = [
             "Failure modes of misses, least to most severe; shares (%) are over labeled misses only.",
-            "`unlabeled`: the judge gave no single clean label in five attempts (abstention); "
-            "`judge_unavailable`: judge outage; `pending`: not judged yet. Counted apart, never redistributed: "
-            "miss = labeled + unlabeled + judge_unavailable + pending.",
+            "`malformed_box`: point answers to box tasks (answer-form rule below); `unlabeled`: the judge gave no "
+            "single clean label in five attempts (abstention); `judge_unavailable`: judge outage; `pending`: not "
+            "judged yet. Counted apart, never redistributed: miss = labeled + malformed_box + unlabeled + "
+            "judge_unavailable + pending.",
             ERROR_NOTE,
+            ANSWER_FORM_NOTE,
         ]
         return [Table("failure_composition", f"Failure composition: {study.name}", notes, columns, rows)]
+
+
+@register
+class FailureByCategory(TableBuilder):
+    """``failure_by_category``: failure modes by the benchmark's ``category`` axis, one Markdown section
+    per benchmark (the question the PointerBench paper's per-category tables answer); no file when no
+    benchmark has categories."""
+
+    name = "failure_by_category"
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[str, str, str], Cell] = {}
+
+    def add(self, row: "Row", sample: int) -> None:
+        """Count a row under its benchmark's category (``(none)`` without one)."""
+        cat = dict(row.metadata).get("category")
+        if cat is None:
+            return
+        key = (row.benchmark, cat, row.model)
+        c = self._cells.get(key)
+        if c is None:
+            c = self._cells[key] = Cell()
+        c.add(row)
+
+    def tables(self, study: "Study") -> list[Output]:
+        """The failure mode x category table."""
+        if not self._cells:
+            return []
+        columns = [text("benchmark"), text("category"), text("model"), count("n"), count("miss"), count("labeled"),
+                   *[count(k) for k in FAILURE_MODES], *[pct(f"{k}_pct") for k in FAILURE_MODES],
+                   *[count(k) for k in JUDGE_APART]]
+        rows, sections = [], []
+        for b in sorted({k[0] for k in self._cells}):
+            md_rows = []
+            for (bb, cat, m), c in sorted(self._cells.items()):
+                if bb != b:
+                    continue
+                lab = c.labeled
+                shares = [rate(c.modes[k], lab) for k in FAILURE_MODES]
+                rows.append([b, cat, m, c.n, c.miss, lab, *[c.modes[k] for k in FAILURE_MODES], *shares,
+                             *[c.apart[k] for k in JUDGE_APART]])
+                md_rows.append([cat, m, str(c.n), str(c.miss), str(lab),
+                                *[f"{columns[6 + len(FAILURE_MODES) + i].format(v)} ({c.modes[k]})"
+                                  for i, (k, v) in enumerate(zip(FAILURE_MODES, shares))],
+                                *[str(c.apart[k]) for k in JUDGE_APART]])
+            sections.append((b, ["category", "model", "n", "miss", "labeled", *[f"{k}_pct" for k in FAILURE_MODES],
+                                 *JUDGE_APART], md_rows))
+        notes = [
+            "Failure modes of misses per category of each benchmark (the row's `category` metadata); shares (%) "
+            "are over labeled misses, with the count in parentheses.",
+            "Misses counted apart as in failure_composition: miss = labeled + " + " + ".join(JUDGE_APART) + ".",
+            ERROR_NOTE,
+            ANSWER_FORM_NOTE,
+        ]
+        return [Table("failure_by_category", f"Failure modes by category: {study.name}", notes, columns, rows,
+                      md_sections=sections)]
 
 
 @register

@@ -31,11 +31,14 @@ from pointfail.tables import Output
 
 if TYPE_CHECKING:
     from pointfail.aggregate.study import Study
+    from pointfail.records import Record
 
-__all__ = ["BUILDER_MODULES", "ERROR_NOTE", "REGISTRY", "TableBuilder", "builders", "register"]
+__all__ = ["ANSWER_FORM_NOTE", "BUILDER_MODULES", "ERROR_NOTE", "REGISTRY", "TableBuilder", "builders",
+           "incomplete_note", "register"]
 
 BUILDER_MODULES: tuple[str, ...] = (
     "pointfail.aggregate.outcomes",
+    "pointfail.aggregate.compliance",
     "pointfail.aggregate.breakdowns",
     "pointfail.aggregate.distances",
     "pointfail.aggregate.boxes",
@@ -46,22 +49,45 @@ BUILDER_MODULES: tuple[str, ...] = (
 """Modules whose builders are registered when they are imported (in this order)."""
 
 ERROR_NOTE = (
-    "n = hit + miss + no_prediction (every scored sample); infrastructure errors (outcome `error`) "
-    "are counted apart in `error` and excluded from n and from every rate."
+    "n = every sample whose referent is present: hit + miss + no_prediction + error. Infrastructure errors "
+    "(outcome `error`: the sample never reached the model or could not be scored) count as non-hits, as the "
+    "source study divides by all samples, and are shown in their own `error` column; a study with errors is "
+    "incomplete. Samples whose referent is absent are counted apart (absent.md), in no hit rate."
 )
 """The note every table with an ``n`` carries."""
 
+ANSWER_FORM_NOTE = (
+    "Answer-form rule, the same in every table: a point answer to a box task is an answered, wrong box "
+    "(a miss; box class `malformed`, IoU 0; never a decline, never given a failure mode: counted in "
+    "`malformed_box`); a box answer to a point task is scored by its centre."
+)
+"""The one rule for an answer in the other task's form, written in the notes of every table it affects."""
+
+
+def incomplete_note(errors: int) -> str:
+    """The note a table of a study with infrastructure errors carries (``errors`` > 0)."""
+    return (f"INCOMPLETE STUDY: {errors} sample(s) ended in an infrastructure error (outcome `error`); they count "
+            "as non-hits, and the numbers are final only once they are rerun.")
+
 
 class TableBuilder:
-    """Base class of table builders (see the module docstring)."""
+    """Base class of table builders (see the module docstring). ``absent_rows``: the builder also
+    sees the rows of absent referents (every other builder, and the per-cell counts, see only rows
+    whose referent is present)."""
 
     name: ClassVar[str] = ""
+    absent_rows: ClassVar[bool] = False
 
     def add(self, row: Row, sample: int) -> None:
         """Fold one row; ``sample`` is the row's dense index among its benchmark's samples
         (``study.counts.samples[row.benchmark]``, shared by every model), for folds that match
         samples across models. The base class does nothing: a builder that reads only
         ``study.counts`` does not override it, and then is not called per row at all."""
+
+    def observe(self, record: "Record") -> None:
+        """Fold one full record, for the few tables that need more than a :class:`Row` (the
+        frame-compliance diagnostic re-reads the raw reply). The base class does nothing, and a
+        builder that does not override it is never called per record."""
 
     def tables(self, study: "Study") -> list[Output]:
         """The tables of a study whose rows were all added; an empty list writes no file.
@@ -97,6 +123,11 @@ def builders() -> list[TableBuilder]:
     for mod in BUILDER_MODULES:
         importlib.import_module(mod)
     return [cls() for cls in REGISTRY.values()]
+
+
+def needs_records(builder: TableBuilder) -> bool:
+    """Whether a builder overrides :meth:`TableBuilder.observe` (and so must see every record)."""
+    return type(builder).observe is not TableBuilder.observe
 
 
 def needs_rows(builder: TableBuilder) -> bool:

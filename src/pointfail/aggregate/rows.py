@@ -30,7 +30,8 @@ class Row:
     ``metadata`` holds the record's scalar metadata as canonical strings, sorted by key, and
     ``numeric_keys`` the keys whose value was a number. ``other`` lists ``(judge, status, label)`` of
     further judges of a miss, sorted. ``cluster`` is the bootstrap cluster: the image's sha256, or its
-    path when no hash is recorded.
+    path when no hash is recorded. ``declined``: the parser read an explicit decline in the family's
+    convention (``ParseResult.reason == "declined"``, :mod:`pointfail.families._decline`).
     """
 
     model: str
@@ -54,6 +55,13 @@ class Row:
     official_rule: Optional[str]
     official_score: Optional[float]
     other: tuple[tuple[str, str, Optional[str]], ...] = field(default=())
+    declined: bool = False
+
+    @property
+    def point_answer_to_box_task(self) -> bool:
+        """A box task answered with points and no box: by the answer-form rule
+        (:data:`pointfail.aggregate.registry.ANSWER_FORM_NOTE`) an answered, wrong box."""
+        return self.task == "box" and not self.has_box and self.point is not None
 
 
 def meta_value(v: Any) -> Optional[str]:
@@ -135,4 +143,5 @@ def row_from_record(r: Record) -> Row:
         official_rule=official.rule if official is not None else None,
         official_score=official.score if official is not None else None,
         other=other,
+        declined=parse is not None and parse.reason == "declined",
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pointfail.aggregate.counting import Counts, DuplicateSample
-from pointfail.aggregate.registry import TableBuilder, builders, needs_rows
+from pointfail.aggregate.registry import TableBuilder, builders, needs_records, needs_rows
 from pointfail.aggregate.rows import POOLED, row_from_record
 from pointfail.records import Record, enumerate_records, gc_paused, records_files
 
@@ -69,6 +69,12 @@ class Study:
     counts: Counts
     builders: list[TableBuilder] = field(default_factory=list)
     records: int = 0
+    errors: int = 0
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether any record ended in an infrastructure error (``errors``: how many)."""
+        return self.errors > 0
 
     @property
     def bootstrap_seed(self) -> int:
@@ -83,8 +89,12 @@ class Study:
     @property
     def notes(self) -> list[str]:
         """``[aggregate] notes``: notes every table of the study carries after its own (what the
-        records cover, e.g. ``pointfail evaluate --only-predicted``'s scope); empty by default."""
-        return [str(n) for n in self.config.get("notes", [])]
+        records cover, e.g. ``pointfail evaluate --only-predicted``'s scope); empty by default. A
+        study with infrastructure errors also carries :func:`~pointfail.aggregate.registry.incomplete_note`."""
+        from pointfail.aggregate.registry import incomplete_note
+
+        extra = [incomplete_note(self.errors)] if self.errors else []
+        return [str(n) for n in self.config.get("notes", [])] + extra
 
 
 def is_study_dir(path: str | Path) -> bool:
@@ -133,6 +143,9 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders())
     counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
     folds = [b.add for b in study.builders if needs_rows(b)]
+    absent_folds = [b.add for b in study.builders if needs_rows(b) and b.absent_rows]
+    record_folds = [b.observe for b in study.builders if needs_records(b)]
+    absent_seen: set[tuple[str, str, str]] = set()
     cell_files: dict[tuple[str, str], list[Path]] = {}
     n = 0
     with gc_paused():
@@ -140,9 +153,22 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
             for i, rec in enumerate_records(p):
                 for o in observers:
                     o.observe(rec, p, i)
+                for observe in record_folds:
+                    observe(rec)
                 row = row_from_record(rec)
                 if row.benchmark == POOLED:
                     raise AggregateError(f"{p}: benchmark name {POOLED!r} is reserved for pooled rows")
+                if row.target_absent:  # counted apart, in no hit rate: only absent-aware builders see it
+                    k = (row.model, row.benchmark, row.sample_id)
+                    if k in absent_seen:
+                        raise AggregateError(f"{p}: duplicate sample {row.sample_id!r} for model {row.model!r} on {row.benchmark!r}")
+                    absent_seen.add(k)
+                    study.errors += row.outcome == "error"
+                    for fold in absent_folds:
+                        fold(row, -1)
+                    n += 1
+                    continue
+                study.errors += row.outcome == "error"
                 try:
                     sample = counts.add(row)
                 except DuplicateSample as e:

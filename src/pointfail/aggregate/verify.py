@@ -41,7 +41,8 @@ class VerifyResult:
     """Outcome of :func:`verify` for one study: ``ok``; ``problems`` (one line each: a differing,
     missing or unexpected table, a SHA256SUMS line that does not match its committed file, or a
     problem a check of :data:`CHECKS` found); ``diffs`` (name → unified diff of committed vs
-    regenerated); ``headline`` (regenerated headline.md text)."""
+    regenerated); ``headline`` (regenerated headline.md text); ``errors``: records that ended in an
+    infrastructure error (a study with any is incomplete, whether or not its tables match)."""
 
     study: str
     ok: bool
@@ -49,6 +50,12 @@ class VerifyResult:
     diffs: dict[str, str]
     headline: str
     checks: list[str] = field(default_factory=list)
+    errors: int = 0
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the study's records hold infrastructure errors."""
+        return self.errors > 0
 
 
 def _decode(b: bytes) -> list[str]:
@@ -124,4 +131,4 @@ def verify(study_dir: str | Path, *, checks: Sequence[str] | None = None) -> Ver
     for c in active:
         problems.extend(c.problems())
     return VerifyResult(study=study.name, ok=not problems, problems=problems, diffs=diffs,
-                        headline=fresh["headline.md"].decode("utf-8"), checks=list(names))
+                        headline=fresh["headline.md"].decode("utf-8"), checks=list(names), errors=study.errors)

@@ -109,6 +109,9 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"FAIL {s}: {e}")
             rc = 1
             continue
+        if res.incomplete:
+            print(f"INCOMPLETE {s}: {res.errors} sample(s) ended in an infrastructure error (counted as non-hits; "
+                  "rerun them for final numbers)")
         if res.ok:
             print(f"OK {s}: every table matches its committed bytes and SHA256SUMS\n")
             print(res.headline)

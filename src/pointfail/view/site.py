@@ -80,15 +80,15 @@ def default_out_dir(study_dir: str | Path) -> Path:
 def study_bars(comp: Any) -> list[tuple[str, str, dict[str, int], int]]:
     """The failure-profile bars of an ``aggregate.Counts``: ``(model, benchmark, {segment: count},
     n)`` in table order (models sorted, each model's benchmarks sorted, then its pooled bar). The
-    counts are the failure-composition table's: hit, the four labeled modes, the judge's other states,
-    no_prediction; they add up to n."""
+    counts are the failure-composition table's: hit, the four labeled modes, the misses counted apart
+    (malformed_box and the judge's other states), no_prediction and error; they add up to n."""
     from pointfail.aggregate import POOLED
 
     out = []
     for m in comp.models:
         for b in [*comp.benchmarks_of[m], POOLED]:
             c = comp.cells[(m, b)]
-            seg = {"hit": c.hit, **c.modes, **c.apart, "no_prediction": c.no_prediction}
+            seg = {"hit": c.hit, **c.modes, **c.apart, "no_prediction": c.no_prediction, "error": c.error}
             out.append((m, b, seg, c.n))
     return out
 
@@ -320,7 +320,7 @@ def build_site(
         "judge": list(idx.dicts["judge"]),
         "across": list(vdata.ACROSS),
         "across_labels": list(vdata.ACROSS_LABELS),
-        "segments": [*SEGMENTS, "error"],
+        "segments": list(SEGMENTS),
         "labels": SEGMENT_LABELS,
         "thumbs": list(idx.thumbs),
         "quartiles": qranges,

@@ -11,8 +11,10 @@ from pointfail.records import FAILURE_MODES
 
 __all__ = ["SEGMENTS", "COLORS", "HATCHES", "CSS_PATTERNS", "SEGMENT_LABELS", "segment_css"]
 
-SEGMENTS: tuple[str, ...] = ("hit", *FAILURE_MODES, "unlabeled", "judge_unavailable", "pending", "no_prediction")
-"""Stacking order of the failure-profile bars, bottom to top."""
+SEGMENTS: tuple[str, ...] = ("hit", *FAILURE_MODES, "malformed_box", "unlabeled", "judge_unavailable", "pending",
+                             "no_prediction", "error")
+"""Stacking order of the failure-profile bars, bottom to top: every sample of ``n`` is in one segment
+(``malformed_box``: point answers to box tasks; ``error``: infrastructure errors, non-hits in ``n``)."""
 
 COLORS: dict[str, str] = {
     "hit": "#2e7d32",
@@ -20,13 +22,14 @@ COLORS: dict[str, str] = {
     "wrong_instance": "#ffca28",
     "wrong_category": "#fb8c00",
     "hallucinated": "#d32f2f",
+    "malformed_box": "#8d6e63",
     "unlabeled": "#9e9e9e",
     "judge_unavailable": "#616161",
     "pending": "#cfd8dc",
     "no_prediction": "#5c6bc0",
     "error": "#000000",
 }
-"""Fill colour of each segment (``error`` is never in a bar; it colours list badges)."""
+"""Fill colour of each segment (``error`` also colours list badges)."""
 
 HATCHES: dict[str, str] = {
     "hit": "",
@@ -34,6 +37,7 @@ HATCHES: dict[str, str] = {
     "wrong_instance": "//",
     "wrong_category": "\\\\",
     "hallucinated": "xx",
+    "malformed_box": "**",
     "unlabeled": "--",
     "judge_unavailable": "||",
     "pending": "++",
@@ -50,6 +54,7 @@ CSS_PATTERNS: dict[str, str] = {
     "wrong_category": f"repeating-linear-gradient(-45deg, {_LINE} 0 2px, transparent 2px 7px)",
     "hallucinated": (f"repeating-linear-gradient(45deg, {_LINE} 0 1.5px, transparent 1.5px 6px), "
                      f"repeating-linear-gradient(-45deg, {_LINE} 0 1.5px, transparent 1.5px 6px)"),
+    "malformed_box": f"repeating-linear-gradient(90deg, {_LINE} 0 2px, transparent 2px 7px)",
     "unlabeled": f"repeating-linear-gradient(0deg, {_LINE} 0 2px, transparent 2px 6px)",
     "judge_unavailable": "repeating-linear-gradient(90deg, rgba(255,255,255,.55) 0 2px, transparent 2px 6px)",
     "pending": f"repeating-linear-gradient(0deg, {_LINE} 0 1px, transparent 1px 5px), "
@@ -65,6 +70,7 @@ SEGMENT_LABELS: dict[str, str] = {
     "wrong_instance": "wrong instance",
     "wrong_category": "wrong category",
     "hallucinated": "hallucinated",
+    "malformed_box": "point answer to a box task",
     "unlabeled": "unlabeled (judge abstained)",
     "judge_unavailable": "judge unavailable",
     "pending": "not judged yet",
@@ -77,7 +83,7 @@ SEGMENT_LABELS: dict[str, str] = {
 def segment_css() -> str:
     """CSS rules ``.seg-<name>`` (colour and pattern of each segment), for the pages and the report."""
     out = []
-    for name in (*SEGMENTS, "error"):
+    for name in SEGMENTS:
         pat = CSS_PATTERNS[name]
         layer = f"{pat}, " if pat != "none" else ""
         text = "#fff" if name in ("hit", "hallucinated", "judge_unavailable", "no_prediction", "error") else "#111"
