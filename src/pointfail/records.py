@@ -29,6 +29,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -492,8 +493,23 @@ def enumerate_records(path: str | Path) -> Iterator[tuple[int, Record]]:
             except ValidationError as e:
                 first = e.errors()[0]
                 loc = ".".join(str(x) for x in first.get("loc", ()))
-                raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}") from None
+                raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}{_sample_of(raw)}") from None
             yield i, rec
+
+
+_SAMPLE_ID = re.compile(rb'"sample_id"\s*:\s*"((?:[^"\\\n]|\\.){1,512})"')
+
+
+def _sample_of(raw: bytes) -> str:
+    """`` (sample '<id>')`` when an invalid records line still names its sample, else ``""``."""
+    m = _SAMPLE_ID.search(raw)
+    if m is None:
+        return ""
+    try:
+        sid = json.loads(b'"' + m.group(1) + b'"')
+    except ValueError:
+        return ""
+    return f" (sample {sid!r})"
 
 
 def iter_records(path: str | Path) -> Iterator[Record]:

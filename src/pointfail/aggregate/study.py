@@ -70,6 +70,9 @@ class Study:
     builders: list[TableBuilder] = field(default_factory=list)
     records: int = 0
     errors: int = 0
+    digests: Any = None
+    """:class:`pointfail.integrity.RecordDigests` of the scan: ``tables/records.sha256``, which
+    ``SHA256SUMS`` lists, so it covers the records as well as the tables."""
 
     @property
     def incomplete(self) -> bool:
@@ -142,6 +145,10 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     name, config = _read_config(d)
     study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders())
     counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
+    from pointfail.integrity import RecordDigests
+
+    study.digests = RecordDigests()
+    observers = [study.digests, *observers]
     folds = [b.add for b in study.builders if needs_rows(b)]
     absent_folds = [b.add for b in study.builders if needs_rows(b) and b.absent_rows]
     record_folds = [b.observe for b in study.builders if needs_records(b)]

@@ -25,8 +25,10 @@ from pointfail.tables import parse_sha256sums
 
 __all__ = ["CHECKS", "Check", "VerifyResult", "compare_tables", "verify"]
 
-CHECKS: tuple[str, ...] = ()
-"""Further checks run by :func:`verify`, as ``"module:factory"`` names (see the module docstring)."""
+CHECKS: tuple[str, ...] = ("pointfail.integrity:IntegrityCheck",)
+"""Further checks run by :func:`verify`, as ``"module:factory"`` names (see the module docstring):
+:class:`pointfail.integrity.IntegrityCheck` re-derives every record from its raw reply and target and
+compares it with its committed digest."""
 
 
 class Check(RecordObserver, Protocol):
@@ -80,7 +82,7 @@ def compare_tables(fresh: dict[str, bytes], committed_dir: Path, study_dir: Path
         problems.append(f"{committed_dir}: no committed tables (run `pointfail aggregate {study_dir}`)")
     else:
         for p in sorted(committed_dir.iterdir()):
-            if p.is_file() and (p.suffix in {".md", ".csv", ".json"} or p.name == "SHA256SUMS"):
+            if p.is_file() and (p.suffix in {".md", ".csv", ".json", ".sha256"} or p.name == "SHA256SUMS"):
                 committed[p.name] = p.read_bytes()
     if not committed:
         return problems, diffs

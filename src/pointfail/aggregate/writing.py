@@ -16,7 +16,8 @@ TABLES_DIR = "tables"
 
 def build_tables(study: Study) -> dict[str, bytes]:
     """Every table file's name and bytes (each registered builder's tables, rendered by
-    :mod:`pointfail.tables`), ``SHA256SUMS`` included. The study's ``[aggregate] notes``
+    :mod:`pointfail.tables`), ``records.sha256`` (a digest per record, :mod:`pointfail.integrity`)
+    and ``SHA256SUMS`` of them all. The study's ``[aggregate] notes``
     (:attr:`Study.notes`) follow every table's own notes.
 
     Raises:
@@ -32,6 +33,10 @@ def build_tables(study: Study) -> dict[str, bytes]:
                 if name in files:
                     raise ValueError(f"table file {name!r} produced twice (builder {builder.name!r})")
                 files[name] = data
+    if study.digests is not None:  # the records' digests, so SHA256SUMS covers the records (pointfail.integrity)
+        from pointfail.integrity import DIGESTS_NAME
+
+        files[DIGESTS_NAME] = study.digests.file_bytes()
     files["SHA256SUMS"] = sha256sums(files)
     return files
 

@@ -1,0 +1,256 @@
+"""Records you can verify: every record re-derived from its raw reply and target, and a digest of
+every record covered by ``SHA256SUMS`` (issue 12, "Integrity you can verify"; ``shared/DESIGN.md``,
+"``verify`` re-derives every record from its raw reply").
+
+Two things, both run by ``pointfail verify`` in its one scan of the records
+(:data:`pointfail.aggregate.verify.CHECKS` names :class:`IntegrityCheck`):
+
+**Re-derivation.** For each record, the parse, outcome, error, geometry and official score are
+computed again from what the record says was asked and answered — ``response.raw_text`` (or
+``response.error``), the family, the image size, the model-input size, the task and the target —
+with the same function that made them (:func:`pointfail.scoring.build_record`), and compared with
+what the record stores. A record whose stored fields do not follow from its raw text fails, naming
+the file, the line and the sample, and the first field that differs. Besides:
+
+* the record's ``model`` and ``benchmark`` must be its folder and file name (a record filed under
+  another model would be counted as that model);
+* a ``boxes`` target's ``sha256`` must be the hash of its boxes; when the image or mask file is on
+  disk (relative paths are looked up from the current directory, then the checkout), its sha256 must
+  be the one recorded;
+* a ``mask`` target whose file is not on disk cannot be scored again: its parse is still checked,
+  its outcome and geometry are counted as not re-derived (the count is reported, never a failure).
+
+**Digests.** ``tables/records.sha256`` lists, for every record, the sha256 of its canonical JSON line
+(``Record.to_json``), by file and sample id, sorted, so it does not depend on the order of lines in a
+records file. ``aggregate`` writes it with the tables and ``SHA256SUMS`` lists it, so ``SHA256SUMS``
+covers the records too. ``verify`` compares every record with its committed digest and names each
+sample whose record changed (one changed byte in ``image.sha256``, which cannot be re-derived without
+the image, is caught here), and each sample added or removed.
+
+File format of ``records.sha256``, one line per record::
+
+    <sha256 hex>  <model>/<benchmark>.jsonl  <sample id as a JSON string>
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from pointfail.records import Record
+
+__all__ = ["DIGESTS_NAME", "RecordDigests", "IntegrityCheck", "rederive", "parse_digests", "record_digest"]
+
+DIGESTS_NAME = "records.sha256"
+"""The file of per-record digests in a study's ``tables/``."""
+
+
+def record_digest(record: Record) -> str:
+    """sha256 (hex) of the record's canonical JSON line."""
+    return hashlib.sha256(record.to_json().encode("utf-8")).hexdigest()
+
+
+def _key(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+class RecordDigests:
+    """An observer of a records scan (``observe(record, path, line)``) that collects each record's
+    digest; :meth:`file_bytes` is the ``records.sha256`` file."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[bytes, bytes, str]] = []
+
+    def observe(self, record: Record, path: Path, line: int) -> None:
+        """Note one record's digest (by file and sample id)."""
+        self.lines.append((_key(path).encode("utf-8"), record.sample_id.encode("utf-8"), record_digest(record)))
+
+    def file_bytes(self) -> bytes:
+        """The ``records.sha256`` bytes: one line per record, sorted by file then sample id (UTF-8
+        bytes), independent of line order, hash seed and locale."""
+        out = []
+        for f, sid, digest in sorted(self.lines):
+            out.append(f"{digest}  {f.decode('utf-8')}  {json.dumps(sid.decode('utf-8'), ensure_ascii=False)}\n")
+        return "".join(out).encode("utf-8")
+
+
+def parse_digests(data: bytes) -> dict[tuple[str, str], str]:
+    """``{(file, sample_id): sha256}`` of a ``records.sha256`` file.
+
+    Raises:
+        ValueError: a line not in the format of the module docstring (its number named).
+    """
+    out: dict[tuple[str, str], str] = {}
+    for i, line in enumerate(data.decode("utf-8").split("\n"), start=1):
+        if not line:
+            continue
+        digest, sep, rest = line.partition("  ")
+        f, sep2, sid = rest.partition("  ")
+        try:
+            sid_value = json.loads(sid)
+        except ValueError:
+            sid_value = None
+        if not sep or not sep2 or len(digest) != 64 or not isinstance(sid_value, str):
+            raise ValueError(f"{DIGESTS_NAME} line {i} is not '<sha256>  <file>  <\"sample id\">': {line[:120]!r}")
+        out[(f, sid_value)] = digest
+    return out
+
+
+# ------------------------------------------------------------------------------- re-derivation
+
+
+def _find(path: Optional[str], roots: list[Path]) -> Optional[Path]:
+    if not path:
+        return None
+    p = Path(path)
+    if p.is_absolute():
+        return p if p.is_file() else None
+    for r in roots:
+        c = r / p
+        if c.is_file():
+            return c
+    return None
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
+def _first_difference(a: Any, b: Any, where: str) -> Optional[str]:
+    """The path of the first value that differs between two JSON values, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            d = _first_difference(a.get(k), b.get(k), f"{where}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = _first_difference(x, y, f"{where}[{i}]")
+            if d:
+                return d
+        return None
+    if a != b:
+        return f"{where}: stored {_short(a)}, re-derived {_short(b)}"
+    return None
+
+
+def rederive(record: Record, roots: list[Path]) -> tuple[list[str], bool]:
+    """Re-derive one record (rules in the module docstring).
+
+    Args:
+        record: the stored record.
+        roots: folders that relative image and mask paths are looked up in, in order.
+
+    Returns:
+        ``(problems, scored)``: one line per field that does not follow from the raw text and target
+        (empty when the record is consistent), and whether outcome and geometry could be re-derived
+        (``False`` for a mask target whose file is not on disk).
+    """
+    from pointfail.benchmarks._common import boxes_sha256
+    from pointfail.records import Sample
+    from pointfail.scoring import build_record
+
+    problems: list[str] = []
+    target = record.target
+    if target.kind == "boxes" and target.boxes is not None and target.sha256 is not None:
+        # the loaders hash the boxes as the benchmark wrote them: whole numbers as integers
+        as_written = [[int(v) if float(v).is_integer() else v for v in b] for b in target.boxes]
+        if target.sha256 not in (boxes_sha256(as_written), boxes_sha256(target.boxes)):
+            problems.append(f"target.sha256: stored {target.sha256[:16]}..., the boxes hash to "
+                            f"{boxes_sha256(as_written)[:16]}...")
+    image = _find(record.image.path, roots)
+    if image is not None and record.image.sha256 is not None:
+        from pointfail.records import sha256_file
+
+        if sha256_file(image) != record.image.sha256:
+            problems.append(f"image.sha256: stored {record.image.sha256[:16]}..., the file {image} hashes otherwise")
+    scored = True
+    base_dir = None
+    if target.kind == "mask":
+        mask = _find(target.mask_path, roots)
+        if mask is None:
+            scored = False
+        else:
+            target = target.model_copy(update={"mask_path": str(mask)})
+            if record.target.sha256 is not None:
+                from pointfail.records import sha256_file
+
+                if sha256_file(mask) != record.target.sha256:
+                    problems.append(f"target.sha256: stored {record.target.sha256[:16]}..., the mask {mask} hashes "
+                                    "otherwise")
+    sample = Sample(sample_id=record.sample_id, benchmark=record.benchmark, image=record.image,
+                    instruction=record.prompt.original, task=record.task, target=target, metadata=record.metadata)
+    try:
+        derived = build_record(study=record.study, model=record.model, family=record.family, sample=sample,
+                               prompt=record.prompt, response=record.response, provenance=record.provenance,
+                               base_dir=base_dir)
+    except KeyError as e:
+        return [*problems, f"family: {e}"], False
+    stored = record.model_dump(mode="json")
+    again = derived.model_dump(mode="json")
+    fields = ("parse", "outcome", "error", "geometry", "official") if scored else ("parse",)
+    if not scored and record.response.error:
+        fields = ("parse", "outcome", "error")
+    for f in fields:
+        d = _first_difference(stored.get(f), again.get(f), f)
+        if d:
+            problems.append(d)
+            break
+    return problems, scored
+
+
+class IntegrityCheck:
+    """``pointfail verify``'s check over every record (see the module docstring): an observer of the
+    one records scan with :meth:`observe` and :meth:`problems`."""
+
+    def __init__(self, study_dir: Union[str, Path]):
+        self.study_dir = Path(study_dir)
+        repo = self.study_dir.resolve().parent.parent
+        self.roots = [Path.cwd(), repo]
+        self.problem_lines: list[str] = []
+        self.unscored = 0
+        self.seen: set[tuple[str, str]] = set()
+        self.committed: Optional[dict[tuple[str, str], str]] = None
+        digests = self.study_dir / "tables" / DIGESTS_NAME
+        if digests.is_file():
+            try:
+                self.committed = parse_digests(digests.read_bytes())
+            except ValueError as e:
+                self.problem_lines.append(f"{digests}: {e}")
+        else:
+            self.problem_lines.append(f"{digests}: missing; run `pointfail aggregate {self.study_dir}` so "
+                                      "SHA256SUMS covers the records")
+
+    def observe(self, record: Record, path: Path, line: int) -> None:
+        """Check one record (re-derivation, folder, digest)."""
+        where = f"{path}:{line} sample {record.sample_id!r}"
+        if record.model != path.parent.name or record.benchmark != path.stem:
+            self.problem_lines.append(f"{where}: model/benchmark {record.model}/{record.benchmark} is not its file "
+                                      f"{path.parent.name}/{path.name}")
+        problems, scored = rederive(record, self.roots)
+        if not scored:
+            self.unscored += 1
+        for p in problems:
+            self.problem_lines.append(f"{where}: {p} (does not follow from its raw reply and target)")
+        key = (_key(path), record.sample_id)
+        self.seen.add(key)
+        if self.committed is not None:
+            want = self.committed.get(key)
+            if want is None:
+                self.problem_lines.append(f"{where}: not in the committed {DIGESTS_NAME} (a record added)")
+            elif want != record_digest(record):
+                self.problem_lines.append(f"{where}: differs from its committed digest in {DIGESTS_NAME} "
+                                          "(the record was changed)")
+
+    def problems(self) -> list[str]:
+        """Every problem found, in scan order, then samples of the committed digests that no record has."""
+        out = list(self.problem_lines)
+        if self.committed is not None:
+            for f, sid in sorted(set(self.committed) - self.seen):
+                out.append(f"{self.study_dir / f} sample {sid!r}: in the committed {DIGESTS_NAME} but no record has it "
+                           "(a record removed)")
+        return out
