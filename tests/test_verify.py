@@ -1,5 +1,9 @@
 """`pointfail verify`: byte-identical regeneration across hash seeds, locales, time zones and shuffled
-record lines; one changed byte in one record fails with a diff naming the table."""
+record lines; one changed byte in one record fails with a diff naming the table.
+
+The toy records here are hand-made (fields set, not parsed from a reply), so these tests compare
+tables only (``--tables-only`` / ``checks=()``); re-derivation and record digests are tested on the
+committed default study in ``tests/test_integrity.py``."""
 
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ def test_verify_across_hashseed_locale_tz_and_shuffled_lines(study: Path) -> Non
     changed = [p for p in before if p.read_bytes() != before[p]]
     assert changed and all(sorted(p.read_bytes().splitlines()) == sorted(before[p].splitlines()) for p in before)
     for hashseed, loc, tz in (("1", loc2, "Asia/Kathmandu"), ("0", "C.UTF-8", "America/St_Johns"), ("1", "C.UTF-8", "UTC")):
-        res = run_cli(["verify", str(study)], hashseed=hashseed, locale=loc, tz=tz, cwd=study.parent)
+        res = run_cli(["verify", "--tables-only", str(study)], hashseed=hashseed, locale=loc, tz=tz, cwd=study.parent)
         assert res.returncode == 0, (hashseed, loc, tz, res.stdout, res.stderr)
         assert "OK " in res.stdout and "| alpha   | 75.0 [25.0, 100.0]" in res.stdout
     # verify wrote nothing into the committed tables
@@ -75,7 +79,7 @@ def test_one_changed_byte_fails_with_diff(study: Path, capsys: pytest.CaptureFix
     old = b'"distance_px":40.0'
     assert data.count(old) == 1
     p.write_bytes(data.replace(old, b'"distance_px":49.0'))  # one byte: 0 -> 9
-    rc = main(["verify", str(study)])
+    rc = main(["verify", "--tables-only", str(study)])
     out = capsys.readouterr().out
     assert rc == 1
     assert "tables/tolerance.csv: differs from the regenerated table" in out
@@ -94,7 +98,7 @@ def test_schema_failure_names_file_and_line(study: Path, capsys: pytest.CaptureF
     lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[2] = lines[2].replace('"outcome":"no_prediction"', '"outcome":"no_predictiom"')
     p.write_text("".join(lines), encoding="utf-8")
-    rc = main(["verify", str(study)])
+    rc = main(["verify", "--tables-only", str(study)])
     out = capsys.readouterr().out
     assert rc == 1
     assert f"{p}:3: schema: outcome" in out
@@ -105,7 +109,7 @@ def test_tampered_table_and_sums_still_fail(study: Path) -> None:
     t = study / "tables"
     edited = files["headline.csv"].replace(b"alpha,b1,4,3,75.0", b"alpha,b1,4,3,85.0")
     (t / "headline.csv").write_bytes(edited)
-    res = verify(study)
+    res = verify(study, checks=())
     assert not res.ok
     assert any("headline.csv: does not match its line in the committed SHA256SUMS" in s for s in res.problems)
     assert "-alpha,b1,4,3,85.0" in res.diffs["headline.csv"]
@@ -114,7 +118,7 @@ def test_tampered_table_and_sums_still_fail(study: Path) -> None:
 
     committed = {p.name: p.read_bytes() for p in t.iterdir() if p.name != "SHA256SUMS"}
     (t / "SHA256SUMS").write_bytes(sha256sums(committed))
-    res = verify(study)
+    res = verify(study, checks=())
     assert not res.ok and set(res.diffs) == {"headline.csv", "SHA256SUMS"}
 
 
@@ -122,7 +126,7 @@ def test_missing_and_unexpected_tables(study: Path) -> None:
     aggregate(study)
     (study / "tables" / "pairwise.md").unlink()
     (study / "tables" / "extra.csv").write_text("x\n")
-    res = verify(study)
+    res = verify(study, checks=())
     assert not res.ok
     joined = "\n".join(res.problems)
     assert "pairwise.md: missing" in joined and "extra.csv: unexpected" in joined
@@ -132,17 +136,17 @@ def test_verify_records_root_with_several_studies(tmp_path: Path, capsys: pytest
     a = toy_study(tmp_path / "records" / "one")
     b = toy_study(tmp_path / "records" / "two")
     assert main(["aggregate", str(tmp_path / "records")]) == 0
-    assert main(["verify", str(tmp_path / "records")]) == 0
+    assert main(["verify", "--tables-only", str(tmp_path / "records")]) == 0
     out = capsys.readouterr().out
     assert f"OK {a}" in out and f"OK {b}" in out
     (b / "tables" / "outcomes.csv").write_bytes(b"x\n")
-    assert main(["verify", str(a), str(b)]) == 1
+    assert main(["verify", "--tables-only", str(a), str(b)]) == 1
     out = capsys.readouterr().out
     assert f"OK {a}" in out and f"FAIL {b}" in out
 
 
 def test_verify_without_committed_tables(study: Path) -> None:
-    res = verify(study)
+    res = verify(study, checks=())
     assert not res.ok and "no committed tables" in res.problems[0]
 
 
@@ -151,11 +155,11 @@ def test_records_root_skips_studies_without_records(tmp_path: Path, capsys: pyte
     (tmp_path / "records" / "planned").mkdir()
     (tmp_path / "records" / "planned" / "study.toml").write_text('[study]\nname = "planned"\n')
     aggregate(a)
-    assert main(["verify", str(tmp_path / "records")]) == 0
+    assert main(["verify", "--tables-only", str(tmp_path / "records")]) == 0
     out = capsys.readouterr().out
     assert f"SKIP {tmp_path / 'records' / 'planned'}: study.toml but no records yet" in out and f"OK {a}" in out
     # named explicitly, a study without records is an error
-    assert main(["verify", str(tmp_path / "records" / "planned")]) == 1
+    assert main(["verify", "--tables-only", str(tmp_path / "records" / "planned")]) == 1
     assert "no records files" in capsys.readouterr().out
 
 
@@ -175,7 +179,7 @@ class _NoMisses:
 
 def test_verify_runs_further_record_checks_in_the_same_scan(study: Path) -> None:
     aggregate(study)
-    assert verify(study).ok
+    assert verify(study, checks=()).ok
     res = verify(study, checks=["test_verify:_NoMisses"])
     assert not res.ok and res.checks == ["test_verify:_NoMisses"]
     # alpha/b1 has one miss (s4, line 4), alpha/b2 three (t2..t4), beta/b2 one (t7)

@@ -126,6 +126,20 @@ def safe_relative(value: Any) -> str:
     return value
 
 
+def check_url(value: str) -> str:
+    """``value`` when it is an ``http://`` or ``https://`` URL; raises ``ValueError`` otherwise."""
+    if not re.fullmatch(r"https?://[^\s/?#]+(?:/[^\s]*)?", value):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value
+
+
+def check_env_name(value: Optional[str]) -> Optional[str]:
+    """``value`` when it is ``None`` or an environment variable name (``[A-Z_][A-Z0-9_]*``)."""
+    if value is not None and not _ENV_VAR.fullmatch(value):
+        raise ValueError(f"{value!r} is not an environment variable name ([A-Z_][A-Z0-9_]*)")
+    return value
+
+
 Name = Annotated[str, Field(strict=True)]
 RelPath = Annotated[str, Field(strict=True)]
 
@@ -136,11 +150,12 @@ class _Spec(BaseModel):
 
 class StudyInfo(_Spec):
     """``[study]``: ``name`` (an identifier; also the folder name under ``data/`` and ``work/``), a
-    free-text ``description`` and the ``primary_judge`` whose labels fill the tables."""
+    free-text ``description`` and the ``primary_judge`` (``oracle``, ``ollama`` or ``openai``) whose
+    labels fill the tables."""
 
     name: Name
     description: str = Field(default="", max_length=4000)
-    primary_judge: Literal["oracle", "ollama"] = "oracle"
+    primary_judge: Literal["oracle", "ollama", "openai"] = "oracle"
 
     @field_validator("name")
     @classmethod
@@ -287,16 +302,12 @@ class ServerModel(_ModelBase):
     @field_validator("base_url")
     @classmethod
     def _url(cls, v: str) -> str:
-        if not re.fullmatch(r"https?://[^\s/?#]+(?:/[^\s]*)?", v):
-            raise ValueError(f"{v!r} is not an http(s) URL")
-        return v
+        return check_url(v)
 
     @field_validator("api_key_env")
     @classmethod
     def _env(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not _ENV_VAR.fullmatch(v):
-            raise ValueError(f"{v!r} is not an environment variable name ([A-Z_][A-Z0-9_]*)")
-        return v
+        return check_env_name(v)
 
 
 def _model_kind(v: Any) -> str:
@@ -313,11 +324,26 @@ ModelSpec = Annotated[
 
 
 class JudgeSpec(_Spec):
-    """``[judge]``: ``oracle_tolerance_px`` (>= 0, default 8), ``ollama_model`` and ``ollama_digest``."""
+    """``[judge]``: ``oracle_tolerance_px`` (>= 0, default 8), ``ollama_model`` and ``ollama_digest``;
+    for an OpenAI-compatible judge ``openai_base_url`` (http(s)), ``openai_model`` and
+    ``openai_api_key_env`` (the name of the variable holding the key)."""
 
     oracle_tolerance_px: float = Field(default=8.0, ge=0, le=10_000, allow_inf_nan=False)
     ollama_model: Optional[str] = Field(default=None, max_length=200)
     ollama_digest: Optional[str] = Field(default=None, max_length=200)
+    openai_base_url: Optional[str] = Field(default=None, max_length=2000)
+    openai_model: Optional[str] = Field(default=None, max_length=400)
+    openai_api_key_env: Optional[str] = None
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _url(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else check_url(v)
+
+    @field_validator("openai_api_key_env")
+    @classmethod
+    def _env(cls, v: Optional[str]) -> Optional[str]:
+        return check_env_name(v)
 
 
 class AggregateSpec(_Spec):
