@@ -113,7 +113,7 @@ def test_symlinks_inside_roots_cannot_lead_out(world):
     (roots.records / "m").symlink_to(decoy)  # records/<study>/<model> planted as a link
     with pytest.raises(StudyError, match="outside its root"):
         roots.records_file(s.models[0], s.benchmarks[0])
-    p = _runner("run", "--study", str(st), cwd=root)
+    p = _runner("run", "--study", str(st), "--data-root", str(roots.data), "--weights-root", str(roots.weights), cwd=root)
     assert p.returncode == 1 and "outside its root" in p.stderr
     assert tree_digest(decoy) == before
 
