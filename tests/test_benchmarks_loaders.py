@@ -105,7 +105,7 @@ def test_point_bench_unusable_masks_load_with_a_warning(tmp_path):
     msg = str(w[0].message)
     assert "3 sample(s) with an unusable mask" in msg
     assert "s2_mask.png is 21x10, its image is 20x10" in msg
-    assert "cafe_mask.png is empty (no pixel > 127)" in msg
+    assert "cafe_mask.png is empty (no pixel in the target after binarization)" in msg
     assert "unreadable mask" in msg and "s1_mask.png" in msg
     by = {s.sample_id: s for s in samples}
     assert len(samples) == 4
@@ -457,3 +457,24 @@ def test_refspatial_paths_relative_to_root(tmp_path):
     q.write_text(json.dumps(rows), encoding="utf-8")
     s = {x.sample_id: x for x in load("refspatial", root)}["placement/0000"]
     assert s.image.path.endswith("Placement/image/0.png")
+
+
+def test_loader_and_scorer_share_one_mask_binarization(tmp_path):
+    """A 0/1-coded mask (every value 0 or 1) was "empty" to the loaders' old > 127 rule while the
+    scorer scored it; now both read it through geometry's one rule, so its area is the scorer's."""
+    from PIL import Image
+
+    from pointfail.geometry import TargetRegion, check_mask
+    from pointfail.records import Target
+
+    m = np.zeros((10, 20), np.uint8)
+    m[2:5, 3:9] = 1  # 3 rows x 6 columns = 18 pixels
+    p = tmp_path / "zero_one.png"
+    Image.fromarray(m, "L").save(p)
+    chk = check_mask(p, (20, 10))
+    region = TargetRegion.from_target(Target(kind="mask", mask_path=str(p)), (20, 10))
+    assert chk.problem is None and chk.area_px == region.area_px == 18.0
+    assert chk.sha256 == sha256_file(p)
+    Image.fromarray(np.full((10, 20), 127, np.uint8), "L").save(p)  # 0/255 rule: nothing above 127
+    assert check_mask(p, (20, 10)).problem.endswith("is empty (no pixel in the target after binarization)")
+    assert TargetRegion.from_target(Target(kind="mask", mask_path=str(p)), (20, 10)).mask_empty

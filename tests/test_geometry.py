@@ -410,7 +410,9 @@ def test_image_size_reads_header_and_rejects_garbage(tmp_path):
 
 
 def test_cache_is_bounded_by_bytes(tmp_path, monkeypatch):
-    monkeypatch.setattr(g, "_CACHE_MAX_BYTES", 2 * 20 * 16)  # room for two 20x16 masks
+    from pointfail.geometry import masks
+
+    monkeypatch.setattr(masks, "MASK_CACHE_MAX_BYTES", 2 * 20 * 16)  # room for two 20x16 masks
     for i in range(4):
         m = expected_square()
         m[0, i] = True  # distinct content, distinct sha256

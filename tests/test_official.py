@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from pointfail.benchmarks.official import RULES, official_score, point_in_box_inclusive, pointerbench_box_score
+from pointfail.benchmarks.official import RULES, official_score
+from pointfail.geometry import box_score as pointerbench_box_score, point_in_box as point_in_box_inclusive
 from pointfail.records import ImageRef, ParseResult, Sample, Target
 
 

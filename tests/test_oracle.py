@@ -6,9 +6,9 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from pointfail.geometry import point_box_distance as box_distance_px
 from pointfail.judge.oracle import (
     SceneGraphError,
-    box_distance_px,
     load_scene_graph,
     oracle_judgment,
 )

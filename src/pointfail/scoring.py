@@ -41,6 +41,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from pointfail.geometry import GeometryError, TargetRegion, image_size as _read_image_size, load_mask, to_pixels
+from pointfail.geometry.shapes import box_center, valid_box
 from pointfail.records import (
     BoxScore,
     Geometry,
@@ -75,18 +76,29 @@ def _finite(vals: Sequence[float]) -> bool:
 
 
 def primary_point(parse: Optional[ParseResult]) -> Optional[list[float]]:
-    """The primary point, normalized ``[x, y]``: the first parsed point, else the centre of the
-    first parsed box, else ``None``."""
+    """The primary point of an answer, normalized ``[x, y]`` (unit square, origin top-left): the
+    first parsed point, else the centre of the first parsed box, else ``None`` (also when that first
+    point or box is not finite).
+
+    The one definition of the point that is scored, judged (a box answer is judged at its centre:
+    a clipped box around the right element is a near miss, a box around another element is judged
+    by what that element is) and compared between models (the pairwise table).
+
+    >>> primary_point(ParseResult(family="f", frame="unit", points=[[0.25, 0.5], [0.9, 0.9]]))
+    [0.25, 0.5]
+    >>> primary_point(ParseResult(family="f", frame="unit", boxes=[[0.0, 0.5, 0.5, 1.0]]))
+    [0.25, 0.75]
+    >>> primary_point(ParseResult(family="f", frame="unit", reason="no_coordinates")) is None
+    True
+    """
     if parse is None:
         return None
-    for p in parse.points:
-        if len(p) >= 2 and _finite(p[:2]):
-            return [float(p[0]), float(p[1])]
-        return None
-    for b in parse.boxes:
-        if len(b) == 4 and _finite(b):
-            return [(b[0] + b[2]) / 2.0, (b[1] + b[3]) / 2.0]
-        return None
+    if parse.points:
+        p = parse.points[0]
+        return [float(p[0]), float(p[1])] if len(p) >= 2 and _finite(p[:2]) else None
+    if parse.boxes:
+        b = parse.boxes[0]
+        return list(box_center(b)) if valid_box(b) else None
     return None
 
 
@@ -201,20 +213,10 @@ def absence_count(target_absent: bool, outcome: str, declined: bool) -> Optional
 
 
 def _official_score(sample: Sample, parse: Optional[ParseResult], region: TargetRegion) -> Optional[OfficialScore]:
-    """The benchmark's own rule via ``pointfail.benchmarks.official.official_score``, or ``None``
-    when that module is not installed (only a missing module is tolerated; any other error in it
-    propagates)."""
-    try:
-        from pointfail.benchmarks import official
-    except ModuleNotFoundError as e:
-        if e.name in ("pointfail.benchmarks", "pointfail.benchmarks.official"):
-            return None
-        raise
-    except ImportError as e:  # "cannot import name 'official' from 'pointfail.benchmarks'"
-        if "official" in str(e) and getattr(e, "name", None) in (None, "pointfail.benchmarks"):
-            return None
-        raise
-    return official.official_score(sample, parse, region)
+    """The benchmark's own rule (:func:`pointfail.benchmarks.official.official_score`)."""
+    from pointfail.benchmarks.official import official_score
+
+    return official_score(sample, parse, region)
 
 
 def _resolve_family(family: Any) -> Any:

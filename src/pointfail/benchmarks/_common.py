@@ -8,16 +8,15 @@ need them.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import unicodedata
 from collections.abc import Container, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from pointfail.limits import MAX_IMAGE_BYTES, MAX_MASK_BYTES
+from pointfail.limits import MAX_IMAGE_BYTES
 from pointfail.records import ImageRef, canonical_json, sha256_bytes
-from pointfail.safeio import UnsafeFileError, open_binary, read_regular_file
+from pointfail.safeio import UnsafeFileError, open_binary
 
 __all__ = [
     "BenchmarkError",
@@ -27,8 +26,6 @@ __all__ = [
     "nfc",
     "NfcIndex",
     "image_ref",
-    "MaskCheck",
-    "check_mask",
     "warn_mask_problems",
     "boxes_sha256",
     "check_box",
@@ -218,59 +215,6 @@ def image_ref(path: Path, *, expected_size: tuple[int, int] | None = None,
                     sha256=sha.hexdigest() if hash_file else None)
 
 
-class MaskCheck(NamedTuple):
-    """What :func:`check_mask` found: ``sha256`` of the file bytes (``None`` when they cannot be
-    read), ``area_px`` (pixels inside the mask; ``None`` when the mask is unusable) and ``problem``
-    (``None`` for a usable mask, else one line naming the file and what is wrong)."""
-
-    sha256: str | None
-    area_px: float | None
-    problem: str | None
-
-
-def check_mask(path: Path, image_size: tuple[int, int], threshold: int = 127) -> MaskCheck:
-    """Check a mask file against its image and measure it, without raising.
-
-    The mask is binarized the Point-Bench way (a pixel is inside when its value is > ``threshold``;
-    for a multi-channel mask, when any channel is). It must be the image's size ``(W, H)``.
-
-    A per-sample mask problem (unreadable or corrupt file, wrong size, empty mask) is *returned*,
-    not raised: the loader keeps the sample and the scorer records it as an ``error`` outcome with
-    the reason (``scoring.build_record``), as the project's standard asks ("a wrong-size mask ...
-    becomes a recorded, explained outcome for that sample, and the run continues"). A *missing*
-    mask file is the loader's to report (it raises :class:`BenchmarkError`).
-
-    Returns:
-        :class:`MaskCheck`; ``problem`` is e.g. ``"mask DIR/masks/a.png is 21x10, its image is
-        20x10"``, ``"unreadable mask ...: <reason>"`` or ``"mask ... is empty (no pixel > 127)"``.
-    """
-    import numpy as np
-    from PIL import Image, UnidentifiedImageError
-
-    try:  # type and size checked before reading (a FIFO or /dev/zero never hangs the loader)
-        data = read_regular_file(path, MAX_MASK_BYTES)
-    except (OSError, UnsafeFileError) as e:
-        return MaskCheck(None, None, f"unreadable mask {path}: {e}")
-    sha = hashlib.sha256(data).hexdigest()
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            if im.size != tuple(image_size):
-                return MaskCheck(sha, None, f"mask {path} is {im.size[0]}x{im.size[1]}, its image is "
-                                            f"{image_size[0]}x{image_size[1]}")
-            if im.mode == "1":
-                im = im.convert("L")
-            arr = np.asarray(im)
-    except (OSError, UnidentifiedImageError, ValueError) as e:
-        return MaskCheck(sha, None, f"unreadable mask {path}: {e}")
-    inside = arr > threshold
-    if inside.ndim == 3:
-        inside = inside.any(axis=2)
-    area = int(inside.sum())
-    if area == 0:
-        return MaskCheck(sha, None, f"mask {path} is empty (no pixel > {threshold})")
-    return MaskCheck(sha, float(area), None)
-
-
 def row_problem(row: Any, fields: Iterable[str], *, falsy_is_missing: bool = False,
                 seen: Container[str] | None = None) -> str | None:
     """Why an annotation row cannot be read, or ``None``: ``"not an object"`` when it is not a JSON
@@ -292,9 +236,13 @@ def row_problem(row: Any, fields: Iterable[str], *, falsy_is_missing: bool = Fal
 
 
 def measure_mask(mask_path: Path, image: ImageRef, where: str, mask_problems: list[str]) -> tuple[str | None, float | None]:
-    """:func:`check_mask` against ``image``'s size; a problem is appended to ``mask_problems`` as
-    ``"<where>: <problem>"`` (the sample still loads, see :func:`check_mask`). Returns
-    ``(sha256, area_px)`` of the mask (either ``None`` as :class:`MaskCheck` says)."""
+    """:func:`pointfail.geometry.masks.check_mask` against ``image``'s size (the scorer's own
+    binarization, so the loader's area and emptiness agree with scoring; the file's type and size are
+    checked before it is read); a problem is appended to ``mask_problems`` as ``"<where>: <problem>"``
+    (the sample still loads). Returns ``(sha256, area_px)`` of the mask (either ``None`` as
+    :class:`pointfail.geometry.masks.MaskCheck` says)."""
+    from pointfail.geometry.masks import check_mask
+
     mcheck = check_mask(mask_path, (image.width, image.height))
     if mcheck.problem:
         mask_problems.append(f"{where}: {mcheck.problem}")

@@ -30,15 +30,14 @@ point written exactly on an inclusive edge (e.g. ``565`` of 768 rows) is not los
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Optional
 
-from pointfail.records import BoxScore, OfficialScore, ParseResult, Sample
+from pointfail.geometry.boxrule import box_score
+from pointfail.geometry.shapes import point_in_box, sorted_box
+from pointfail.records import OfficialScore, ParseResult, Sample
 
 __all__ = [
     "official_score",
-    "point_in_box_inclusive",
-    "pointerbench_box_score",
     "RULES",
 ]
 
@@ -58,52 +57,12 @@ RULES: dict[str, str] = {
 """Rule labels written into ``OfficialScore.rule``."""
 
 
-def point_in_box_inclusive(point_px: tuple[float, float], box_px: list[float]) -> bool:
-    """PointerBench / ScreenSpot rule: ``(x, y)`` in pixels is inside ``[x0, y0, x1, y1]`` (pixels)
-    when ``min(x0,x1) <= x <= max(x0,x1)`` and ``min(y0,y1) <= y <= max(y0,y1)``, edges inclusive.
-    A non-finite coordinate is never inside. Delegates to :func:`pointfail.geometry.point_in_box`."""
-    from pointfail.geometry import point_in_box
-
-    return point_in_box(point_px, box_px)
-
-
-def pointerbench_box_score(pred_px: Optional[list[float]], target_px: list[float], *,
-                           min_coverage: float = 0.9, min_precision: float = 0.7) -> BoxScore:
-    """PointerBench's asymmetric box rule (``pointerbench-text/eval.py``), via
-    :func:`pointfail.geometry.box_score`.
-
-    Args:
-        pred_px: predicted ``[x0, y0, x1, y1]`` in pixels (corners in any order), or ``None`` /
-            anything that is not 4 finite numbers (malformed).
-        target_px: the target box in pixels.
-        min_coverage, min_precision: the row's ``eval`` thresholds.
-
-    Returns:
-        :class:`BoxScore` with IoU, coverage = intersection / target area, precision =
-        intersection / predicted area (continuous areas; a zero area gives 0), and the class:
-        ``hit`` (both thresholds met), ``clipped`` (coverage too low), ``oversized`` (precision too
-        low), ``both``, or ``malformed`` (no valid box; all ratios ``None``).
-    """
-    from pointfail.geometry import box_score
-
-    return box_score(pred_px, target_px, float(min_coverage), float(min_precision))
-
-
-@lru_cache(maxsize=64)
-def _raw_mask(path: str) -> Any:
-    import numpy as np
-    from PIL import Image
-
-    with Image.open(path) as im:
-        if im.mode == "1":
-            im = im.convert("L")
-        return np.asarray(im)
-
-
 def _graded_mask(path: str) -> Any:
     """Grey values / 255 (RoboPoint reads the JPEG as ``np.array(Image.open(..)) / 255.``); a colour
     mask is averaged over its channels first."""
-    arr = _raw_mask(path)
+    from pointfail.geometry.masks import mask_pixels
+
+    arr = mask_pixels(path)
     if arr.ndim == 3:
         arr = arr[..., :3].mean(axis=2)
     return arr / 255.0
@@ -111,7 +70,9 @@ def _graded_mask(path: str) -> Any:
 
 def _binary_mask(path: str) -> Any:
     """PointArena binarization: grey > 127, or any channel > 127 for a multi-channel mask."""
-    arr = _raw_mask(path) > 127
+    from pointfail.geometry.masks import mask_pixels
+
+    arr = mask_pixels(path) > 127
     return arr.any(axis=2) if arr.ndim == 3 else arr
 
 
@@ -161,8 +122,9 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         parse: the parsed answer, normalized to the unit square; ``None`` when the model produced no
             response at all (infrastructure error), which is never scored.
         region: the ``pointfail.geometry.TargetRegion`` (accepted for the contract; the official
-            rules read the raw mask themselves because they differ from pointfail's own test:
-            graded values, truncation instead of continuous pixels).
+            rules threshold the mask's raw pixel values themselves, through
+            :func:`pointfail.geometry.masks.mask_pixels`, because they differ from pointfail's own
+            test: graded values, truncation instead of continuous pixels).
 
     Returns:
         :class:`OfficialScore` with ``score`` in [0, 1] and ``rule`` naming the source, or ``None``
@@ -170,7 +132,7 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         target).
 
     Raises:
-        OSError: the mask file of a mask benchmark cannot be read.
+        MaskError: the mask file of a mask benchmark cannot be read.
     """
     if parse is None:
         return None
@@ -187,7 +149,7 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         W, H = sample.image.width, sample.image.height
         box = ev.get("bbox") or target.boxes[0]
         if ev["type"] == "point_in_bbox":
-            ok = bool(parse.points) and point_in_box_inclusive(
+            ok = bool(parse.points) and point_in_box(
                 (_px(parse.points[0][0], W), _px(parse.points[0][1], H)), box)
             rule = (RULES["screenspot-pro"] if bench == "screenspot-pro"
                     else RULES["point_in_bbox"].format(bench=bench))
@@ -197,7 +159,7 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         if parse.boxes:
             b = parse.boxes[0]
             pred = [_px(b[0], W), _px(b[1], H), _px(b[2], W), _px(b[3], H)]
-        bs = pointerbench_box_score(pred, box, min_coverage=cov, min_precision=prec)
+        bs = box_score(pred, box, cov, prec)
         return OfficialScore(rule=RULES["iou"].format(bench=bench, cov=cov, prec=prec),
                              score=1.0 if bs.box_class == "hit" else 0.0)
     return None
@@ -245,20 +207,15 @@ def prediction_box(pred: dict) -> Optional[list[float]]:
         for key in _BOX_KEYS:
             nums = _numbers(pred.get(key))
             if len(nums) >= 4:
-                return list(_sorted4(nums[:4]))
+                return list(sorted_box(nums[:4]))
         if all(k in pred for k in ("x0", "y0", "x1", "y1")):
-            return list(_sorted4([float(pred[k]) for k in ("x0", "y0", "x1", "y1")]))
+            return list(sorted_box([float(pred[k]) for k in ("x0", "y0", "x1", "y1")]))
         nums = _numbers(pred.get("text") or pred.get("raw") or pred.get("answer"))
         if len(nums) >= 4:
-            return list(_sorted4(nums[:4]))
+            return list(sorted_box(nums[:4]))
     except (TypeError, ValueError):
         return None
     return None
-
-
-def _sorted4(b: list[float]) -> tuple[float, float, float, float]:
-    x0, y0, x1, y1 = b
-    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
 
@@ -309,8 +266,7 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
             box = prediction_box(pred) if pred else None
             if box is not None:
                 box = [box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy]
-            bs = pointerbench_box_score(box, gt, min_coverage=float(ev.get("min_coverage", 0.9)),
-                                        min_precision=float(ev.get("min_precision", 0.7)))
+            bs = box_score(box, gt, float(ev.get("min_coverage", 0.9)), float(ev.get("min_precision", 0.7)))
             ok = bs.box_class == "hit"
             box_class = "no_prediction" if pred is None else bs.box_class
             row.update(box_class=box_class, iou=bs.iou, coverage=bs.coverage, precision=bs.precision,
@@ -320,7 +276,7 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
             pt = prediction_point(pred) if pred else None
             if pt is not None:
                 pt = (pt[0] * sx, pt[1] * sy)
-            ok = pt is not None and point_in_box_inclusive(pt, gt)
+            ok = pt is not None and point_in_box(pt, gt)
             row["missing"] = pt is None
         row["hit"] = bool(ok)
         hits += int(ok)

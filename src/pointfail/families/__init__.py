@@ -65,6 +65,7 @@ from pointfail.families._text import (
     strip_reasoning,
 )
 from pointfail.frames import Frame, FrameError, _check_size
+from pointfail.geometry.shapes import box_center
 from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS
 from pointfail.records import ParseResult
 
@@ -226,7 +227,7 @@ class Family:
                 diag.flag("inverted_box")
                 x0, x1 = min(x0, x1), max(x0, x1)
                 y0, y1 = min(y0, y1), max(y0, y1)
-            centre = [(x0 + x1) / 2.0, (y0 + y1) / 2.0]
+            centre = list(box_center((x0, y0, x1, y1)))
             if x0 == x1 or y0 == y1:
                 diag.flag("zero_area_box")
                 points.append(centre)

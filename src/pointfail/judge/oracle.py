@@ -67,6 +67,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from pointfail.geometry.shapes import box_area, point_box_distance, point_in_box
 from pointfail.records import Judgment
 
 SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
@@ -131,32 +132,6 @@ def validate_scene_graph(graph: Any) -> None:
             raise SceneGraphError(f"element {i} ({el['id']}) has no finite [x0, y0, x1, y1] box")
 
 
-def _sorted_box(box: Sequence[float]) -> tuple[float, float, float, float]:
-    x0, y0, x1, y1 = (float(v) for v in box)
-    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
-
-
-def box_distance_px(point_px: Sequence[float], box: Sequence[float]) -> float:
-    """Euclidean distance in pixels from a point to a closed box ``[x0, y0, x1, y1]`` (0 inside or on an
-    edge). Corners are sorted first."""
-    x, y = float(point_px[0]), float(point_px[1])
-    x0, y0, x1, y1 = _sorted_box(box)
-    dx = max(x0 - x, 0.0, x - x1)
-    dy = max(y0 - y, 0.0, y - y1)
-    return math.hypot(dx, dy)
-
-
-def box_contains(box: Sequence[float], point_px: Sequence[float]) -> bool:
-    """``x0 <= x <= x1 and y0 <= y <= y1`` (edges inclusive), corners sorted first."""
-    x0, y0, x1, y1 = _sorted_box(box)
-    return x0 <= point_px[0] <= x1 and y0 <= point_px[1] <= y1
-
-
-def _area(box: Sequence[float]) -> float:
-    x0, y0, x1, y1 = _sorted_box(box)
-    return (x1 - x0) * (y1 - y0)
-
-
 def oracle_judgment(
     scene_graph: dict[str, Any],
     target_id: Optional[str],
@@ -189,8 +164,8 @@ def oracle_judgment(
     elements = scene_graph["elements"]
     options = {"tolerance_px": float(tolerance_px)}
     if target_id is None:
-        under = [el for el in elements if box_contains(el["box"], p)]
-        on = min(under, key=lambda el: (_area(el["box"]), el["id"])) if under else None
+        under = [el for el in elements if point_in_box(p, el["box"])]
+        on = min(under, key=lambda el: (box_area(el["box"]), el["id"])) if under else None
         what = f"on {on['id']} ({_kind_name(on)})" if on else "on no element"
         return Judgment(
             judge="oracle",
@@ -203,7 +178,7 @@ def oracle_judgment(
     if not targets:
         raise SceneGraphError(f"target id {target_id!r} is not an element of the scene graph")
     target = targets[0]
-    dist = box_distance_px(p, target["box"])
+    dist = point_box_distance(p, target["box"])
     where = f"point ({p[0]:.2f}, {p[1]:.2f}) px is {dist:.2f} px from target {target_id} ({target['category']})"
     if dist <= tolerance_px:
         return Judgment(
@@ -213,7 +188,7 @@ def oracle_judgment(
             options=options,
             detail=f"{where}, within tolerance {float(tolerance_px):g} px",
         )
-    under = [el for el in elements if el["id"] != target_id and box_contains(el["box"], p)]
+    under = [el for el in elements if el["id"] != target_id and point_in_box(p, el["box"])]
     ignored = [
         el for el in under
         if el["category"] in TILED_CONTAINER_CATEGORIES and el["category"] != target["category"]
@@ -221,7 +196,7 @@ def oracle_judgment(
     candidates = [el for el in under if el not in ignored]
     if not candidates:
         if ignored:
-            inner = min(ignored, key=lambda el: (_area(el["box"]), el["id"]))
+            inner = min(ignored, key=lambda el: (box_area(el["box"]), el["id"]))
             on = f"on no element (blank space inside {inner['id']} ({inner['category']}))"
         else:
             on = "on no element"
@@ -235,7 +210,7 @@ def oracle_judgment(
     kind = element_kind(target)
     same = [el for el in candidates if element_kind(el) == kind]
     label = "wrong_instance" if same else "wrong_category"
-    hit = min(same or candidates, key=lambda el: (_area(el["box"]), el["id"]))
+    hit = min(same or candidates, key=lambda el: (box_area(el["box"]), el["id"]))
     return Judgment(
         judge="oracle",
         status="labeled",

@@ -37,6 +37,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 from PIL import Image, ImageDraw
 
+from pointfail.geometry.shapes import box_cells, sorted_box
 from pointfail.records import Target
 
 GREEN = (0, 200, 0)
@@ -59,26 +60,6 @@ def _resolve(path: str, base_dir: Optional[Union[str, Path]]) -> Path:
     if p.is_absolute() or base_dir is None:
         return p
     return Path(base_dir) / p
-
-
-def box_cells(box: Sequence[float], image_size: tuple[int, int]) -> Optional[tuple[int, int, int, int]]:
-    """The pixel cells a target box covers: ``(c0, r0, c1, r1)``, inclusive column and row indices
-    clipped to the image, or ``None`` when the box lies outside it.
-
-    Args:
-        box: ``[x0, y0, x1, y1]`` in absolute pixels of the original image (corners in any order);
-            edges inclusive, so column ``i`` (span ``[i, i + 1)``) is covered when it meets ``[x0, x1]``.
-        image_size: ``(W, H)`` in pixels.
-    """
-    w, h = image_size
-    x0, y0, x1, y1 = (float(v) for v in box)
-    x0, x1 = sorted((x0, x1))
-    y0, y1 = sorted((y0, y1))
-    c0, c1 = max(math.floor(x0), 0), min(math.floor(x1), w - 1)
-    r0, r1 = max(math.floor(y0), 0), min(math.floor(y1), h - 1)
-    if c0 <= c1 and r0 <= r1:
-        return c0, r0, c1, r1
-    return None
 
 
 def target_raster(
@@ -287,7 +268,7 @@ def paint(image: Image.Image, ann: Annotation) -> None:
     secondary points, the primary point last."""
     draw = ImageDraw.Draw(image)
     for i, (x0, y0, x1, y1) in enumerate(ann.boxes):
-        draw.rectangle([min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)], outline=RED,
+        draw.rectangle(list(sorted_box((x0, y0, x1, y1))), outline=RED,
                        width=3 if i == ann.primary_box else 1)
     for m in ann.markers:
         draw.ellipse([m.x - m.radius, m.y - m.radius, m.x + m.radius, m.y + m.radius], outline=m.color, width=m.width)

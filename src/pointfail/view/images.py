@@ -17,7 +17,7 @@ what exists (thumbnails are generated once per image):
 * ``img/m/<sha256 of the target>.png``: the tint layer of a mask or polygon target
   (:func:`pointfail.judge.render.tint_layer`), cropped to the target's bounding box. Box targets
   are drawn as rectangles by the page itself from the same pixel cells
-  (:func:`pointfail.judge.render.box_cells`), so they need no file.
+  (:func:`pointfail.geometry.shapes.box_cells`), so they need no file.
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ class ImageStore:
         if t.kind == "absent":
             return None
         if t.kind == "boxes":
-            from pointfail.judge.render import box_cells
+            from pointfail.geometry.shapes import box_cells
 
             cells = [list(c) for c in (box_cells(b, size) for b in (t.boxes or []) if len(b) == 4) if c is not None]
             return {"cells": cells}
