@@ -56,6 +56,7 @@ def make_study(root: Path, n_misses: int = 8, n_hits: int = 2, with_no_predictio
             image=ImageRef(path=str(data / name), width=W, height=H),
             target=Target(kind="boxes", boxes=[[10, 10, 50, 30]]),
             metadata={"target_id": "button:a"},
+            scene_graph=str(data / "scene_graphs" / f"{i:04d}.json"),
             prompt=Prompt(original=f"point to item {i}", core=f"point to item {i}", sent=f"point to item {i}"),
             response=Response(raw_text="x"),
         )

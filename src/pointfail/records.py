@@ -320,6 +320,10 @@ class Record(_Model):
     ``response.error``) or why the sample could not be scored (``scoring: ...``: an unreadable mask,
     a mask whose size differs from the image, a resized-input frame without a model-input size).
     Such samples are counted apart as infrastructure errors, never as model outcomes.
+
+    ``scene_graph`` is the sample's scene graph as the loader found it (``Sample.scene_graph_path``,
+    a path like ``image.path``), kept so the oracle judge reads the same file; left out of the JSON
+    when ``None`` (benchmarks without scene graphs), so such records are unchanged by its existence.
     """
 
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -332,6 +336,7 @@ class Record(_Model):
     image: ImageRef
     target: Target
     metadata: dict[str, Any] = Field(default_factory=dict)
+    scene_graph: Optional[str] = None
     prompt: Prompt
     response: Response
     parse: Optional[ParseResult] = None
@@ -342,6 +347,13 @@ class Record(_Model):
     judge: Optional[Judgment] = None
     other_judgments: list[Judgment] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_scene_graph(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("scene_graph") is None:
+            data.pop("scene_graph", None)
+        return data
 
     @property
     def failure_mode(self) -> Optional[str]:

@@ -283,6 +283,7 @@ def build_record(
         image=sample.image,
         target=sample.target,
         metadata=sample.metadata,
+        scene_graph=sample.scene_graph_path,
         prompt=prompt,
         response=response,
         provenance=provenance or Provenance(),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pointfail.records import Record
+from pointfail.scoring import primary_point
 
 __all__ = ["POOLED", "Row", "meta_value", "row_from_record"]
 
@@ -23,7 +24,8 @@ with this name is an error (:class:`pointfail.aggregate.study.AggregateError`)."
 class Row:
     """The fields of one :class:`~pointfail.records.Record` the tables use.
 
-    ``point`` is the primary point, normalized ``(x, y)`` in the unit square; distances are in
+    ``point`` is the primary point (:func:`pointfail.scoring.primary_point`: the first point, else the
+    first box's centre), normalized ``(x, y)`` in the unit square; distances are in
     pixels of the original image (``distance_px``) and image diagonals (``distance_norm``);
     ``area_px`` is the target's area in pixels. ``judge_status`` is set for misses only (``pending``
     when no primary judgment exists); ``label`` is the primary judge's failure mode of a labeled miss.
@@ -96,13 +98,9 @@ def row_from_record(r: Record) -> Row:
         if status == "labeled":
             label = judge.label  # type: ignore[union-attr]
     parse = r.parse
-    point = None
-    has_box = False
-    if parse is not None:
-        if parse.points:
-            p0 = parse.points[0]
-            point = (float(p0[0]), float(p0[1]))
-        has_box = bool(parse.boxes)
+    pp = primary_point(parse)
+    point = (pp[0], pp[1]) if pp is not None else None
+    has_box = parse is not None and bool(parse.boxes)
     g = r.geometry
     box = g.box
     meta: list[tuple[str, str]] = []

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+from pointfail.judge.miss import Miss
 from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
 from pointfail.records import JudgeAttempt, Judgment
 
@@ -328,6 +329,29 @@ class ChatJudge:
             transport_failures=counter.n,
             detail=f"no single clean label in {self.max_attempts} attempts",
         )
+
+    async def judge_miss(self, miss: Miss) -> Judgment:
+        """Judge one miss of the stage (:class:`pointfail.judge.miss.Judge`): the record's image with
+        the target tinted and the primary point marked (:func:`pointfail.judge.render.render_miss`,
+        rendered ahead in a worker thread), its original instruction, and this judge's earlier
+        ``judge_unavailable`` judgment to resume from.
+
+        Raises:
+            FileNotFoundError: the image (or a mask target's file) is not found (recorded ``pending``).
+        """
+        from pointfail.judge.render import point_outside, render_miss
+
+        rec = miss.record
+        image = miss.image_path()
+        target = rec.target
+        if target.kind == "mask" and target.mask_path:
+            target = target.model_copy(update={"mask_path": str(miss.find(target.mask_path, extra=(image.parent,)))})
+
+        def render() -> bytes:
+            return render_miss(image, target, miss.point)
+
+        return await self.judge(render, rec.prompt.original, point_outside_image=point_outside(miss.point),
+                                target_absent=target.kind == "absent", resume=miss.resume)
 
     async def judge_many(self, items: list[tuple[ImageSource, str, bool]]) -> list[Judgment]:
         """Judge several misses concurrently (inside ``async with``); results in input order.

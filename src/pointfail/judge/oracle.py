@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from pointfail.geometry.shapes import box_area, point_box_distance, point_in_box
+from pointfail.judge.miss import Miss, MissUnusable
 from pointfail.records import Judgment
 
 SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
@@ -218,6 +219,48 @@ def oracle_judgment(
         options=options,
         detail=f"{where}; on {hit['id']} ({_kind_name(hit)})",
     )
+
+
+class OracleJudge:
+    """The oracle as a judge of the stage (:class:`pointfail.judge.miss.Judge`): each miss is labelled
+    by :func:`oracle_judgment` from the scene graph its record names (read once per run and cached),
+    the record's ``metadata["target_id"]`` (``None`` for an absent referent) and its primary point in
+    pixels.
+
+    Args:
+        tolerance_px: the ``off_by_pixels`` tolerance in pixels of the original image.
+    """
+
+    name = "oracle"
+
+    def __init__(self, tolerance_px: float = DEFAULT_TOLERANCE_PX) -> None:
+        self.tolerance_px = float(tolerance_px)
+        self._graphs: dict[Path, dict[str, Any]] = {}
+
+    async def __aenter__(self) -> "OracleJudge":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._graphs.clear()
+
+    async def judge_miss(self, miss: Miss) -> Judgment:
+        """The oracle's label of one miss.
+
+        Raises:
+            MissUnusable: no scene graph named, or no ``metadata.target_id`` for a present referent.
+            OSError, SceneGraphError: the scene graph cannot be read or used.
+        """
+        rec = miss.record
+        target_id = rec.metadata.get("target_id")
+        if rec.target.kind == "absent":
+            target_id = None  # the referent is not in the image: a located answer is hallucinated
+        elif not isinstance(target_id, str) or not target_id:
+            raise MissUnusable("record has no metadata.target_id")
+        path = miss.scene_graph_path()
+        graph = self._graphs.get(path)
+        if graph is None:
+            graph = self._graphs[path] = load_scene_graph(path)
+        return oracle_judgment(graph, target_id, miss.point_px, self.tolerance_px)
 
 
 def element_kind(el: dict[str, Any]) -> str:

@@ -15,10 +15,11 @@ files :func:`pointfail.records.records_files` finds, the same rule every stage u
    entry of ``Record.other_judgments`` with this judge's name when it is missing, ``pending`` or
    ``judge_unavailable`` (other entries are kept, sorted by judge name). ``labeled`` and ``unlabeled`` are
    final: a rerun never judges them again.
-4. Judges them (the oracle synchronously; Ollama concurrently across all files) and appends every
-   verdict to the journal as it arrives (one canonical JSON line, flushed and fsynced). A miss that
-   was ``judge_unavailable`` resumes: the label attempts it got before the outage are kept and count
-   toward the five (see ``OllamaJudge.judge``), so every raw reply stays in the record.
+4. Judges them through the one judge interface (:mod:`pointfail.judge.miss`: a :class:`~pointfail.judge.miss.Miss`
+   in, a ``Judgment`` out; the oracle and model judges alike, concurrently across all files) and
+   appends every verdict to the journal as it arrives (one canonical JSON line, flushed and fsynced).
+   A miss that was ``judge_unavailable`` resumes: the label attempts it got before the outage are kept
+   and count toward the five (see ``ChatJudge.judge``), so every raw reply stays in the record.
 5. Rewrites the records file atomically: canonical order through ``records.write_records`` into a
    temporary file in the same directory, fsync, ``os.replace``, then deletes the journal. This also
    happens when the run is interrupted by an exception or Ctrl-C; a killed process leaves the journal,
@@ -31,12 +32,11 @@ Only one stage runs on a records directory at a time: it holds an exclusive ``fl
 A miss the stage cannot judge for a reason outside the judge (image or mask file missing, no scene
 graph, unknown target id) gets a ``pending`` judgment whose ``detail`` says why; a rerun tries it again.
 
-Inputs the oracle needs from a record: the primary point (``parse.points[0]``, normalized), the image size
-(``image.width``/``height``), ``metadata["target_id"]``, and the scene graph: ``metadata["scene_graph_path"]``
-or ``metadata["scene_graph"]`` when present (relative to the image's directory), else
-``<image dir>/scene_graphs/<image stem>.json`` (the suite layout in ``docs/architecture.md``). Relative
-image, mask and scene-graph paths are looked up under ``data_root`` (if given), the records directory,
-then the working directory.
+Every judge sees a miss at its primary point (:func:`pointfail.scoring.primary_point`, the one
+definition). The oracle reads the scene graph the record names (``Record.scene_graph``, kept from the
+loader's ``Sample.scene_graph_path``) and ``metadata["target_id"]``; a model judge renders the image
+with the target. Relative image, mask and scene-graph paths are looked up under ``data_root`` (if
+given), the records directory, then the working directory.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from pointfail.judge.miss import Judge, Miss, MissUnusable
 from pointfail.records import (
     Judgment,
     Record,
@@ -172,79 +173,6 @@ class _Paths:
         raise FileNotFoundError(f"file not found: {path} (looked under {', '.join(str(r) for r in (*extra, *self.roots))})")
 
 
-def _primary_point(record: Record) -> list[float]:
-    """The point a miss is judged at, normalized ``[x, y]``: the primary (first) parsed point, or for
-    a box answer (box tasks: a box that failed the coverage/precision rule) the centre of the first
-    predicted box, so a clipped or oversized box around the right element is judged as a near miss
-    and a box around another element by what that element is.
-
-    Raises:
-        ValueError: the miss has neither a point nor a box (it cannot be a miss then).
-    """
-    if record.parse is not None and record.parse.points:
-        return record.parse.points[0]
-    if record.parse is not None and record.parse.boxes:
-        x0, y0, x1, y1 = record.parse.boxes[0]
-        return [(x0 + x1) / 2, (y0 + y1) / 2]
-    raise ValueError("miss without a parsed point or box")
-
-
-def _scene_graph_for(record: Record, paths: _Paths) -> Path:
-    image = paths.find(record.image.path)
-    md = record.metadata
-    for key in ("scene_graph_path", "scene_graph"):
-        v = md.get(key)
-        if isinstance(v, str) and v:
-            return paths.find(v, extra=(image.parent,))
-    cand = image.parent / "scene_graphs" / f"{image.stem}.json"
-    if cand.is_file():
-        return cand
-    raise FileNotFoundError(f"no scene graph for {record.sample_id} (looked for {cand})")
-
-
-def oracle_for_record(
-    record: Record,
-    tolerance_px: float,
-    paths: _Paths,
-    cache: Optional[dict[Path, dict]] = None,
-) -> Judgment:
-    """The oracle's judgment for one miss, or a ``pending`` judgment saying why it cannot be made."""
-    from pointfail.judge.oracle import SceneGraphError, load_scene_graph, oracle_judgment
-
-    try:
-        x, y = _primary_point(record)
-        target_id = record.metadata.get("target_id")
-        if record.target.kind == "absent":
-            target_id = None  # the referent is not in the image: a located answer is hallucinated
-        elif not isinstance(target_id, str) or not target_id:
-            raise ValueError("record has no metadata.target_id")
-        sg = _scene_graph_for(record, paths)
-        if cache is not None and sg in cache:
-            graph = cache[sg]
-        else:
-            graph = load_scene_graph(sg)
-            if cache is not None:
-                cache[sg] = graph
-        return oracle_judgment(graph, target_id, (x * record.image.width, y * record.image.height), tolerance_px)
-    except (OSError, ValueError, SceneGraphError) as e:
-        return _pending("oracle", f"cannot judge: {e}")
-
-
-def _renderer(record: Record, paths: _Paths):
-    from pointfail.judge.render import render_miss
-
-    image = paths.find(record.image.path)
-    target = record.target
-    if target.kind == "mask" and target.mask_path:
-        target = target.model_copy(update={"mask_path": str(paths.find(target.mask_path, extra=(image.parent,)))})
-    point = _primary_point(record)
-
-    def render() -> bytes:
-        return render_miss(image, target, point)
-
-    return render, point
-
-
 @dataclass
 class _FileState:
     path: Path
@@ -293,11 +221,14 @@ def judge_study(
     """Run the judge stage over every records file below ``records_dir`` (rules in the module docstring).
 
     Args:
-        records_dir: ``records/<study>`` (or any directory holding records JSONL files).
-        judge: ``"oracle"`` or an :class:`pointfail.judge.client.OllamaJudge` (not yet entered).
+        records_dir: ``records/<study>``.
+        judge: a :class:`pointfail.judge.miss.Judge` (not yet entered): an
+            :class:`~pointfail.judge.oracle.OracleJudge` or a model judge
+            (:class:`~pointfail.judge.client.OllamaJudge`, :class:`~pointfail.judge.served.OpenAIJudge`);
+            ``"oracle"`` is short for ``OracleJudge(tolerance_px)``.
         role: ``"primary"`` (``Record.judge``) or ``"other"`` (``Record.other_judgments``).
         data_root: where relative image, mask and scene-graph paths are looked up first.
-        tolerance_px: the oracle's ``off_by_pixels`` tolerance in pixels (default
+        tolerance_px: with ``judge="oracle"``, its ``off_by_pixels`` tolerance in pixels (default
             ``oracle.DEFAULT_TOLERANCE_PX``).
         progress: show a tqdm progress bar on stderr.
 
@@ -309,18 +240,17 @@ def judge_study(
         StageBusy: another judge stage is running on ``records_dir``.
         ValueError: an unknown role or judge.
     """
-    from pointfail.judge.oracle import DEFAULT_TOLERANCE_PX
+    from pointfail.judge.oracle import OracleJudge
 
     if role not in ("primary", "other"):
         raise ValueError(f"role must be 'primary' or 'other', got {role!r}")
-    is_oracle = judge == "oracle"
-    if not is_oracle and not hasattr(judge, "judge"):
-        raise ValueError(f"judge must be 'oracle' or an OllamaJudge, got {judge!r}")
-    judge_name = "oracle" if is_oracle else judge.name
-    tol = DEFAULT_TOLERANCE_PX if tolerance_px is None else float(tolerance_px)
+    if judge == "oracle":
+        judge = OracleJudge() if tolerance_px is None else OracleJudge(float(tolerance_px))
+    if not hasattr(judge, "judge_miss"):
+        raise ValueError(f"judge must be 'oracle' or a judge with judge_miss (OracleJudge, OllamaJudge, ...), got {judge!r}")
     root = Path(records_dir)
     paths = _Paths(root, Path(data_root) if data_root is not None else None)
-    report = StageReport(judge=judge_name, role=role)
+    report = StageReport(judge=judge.name, role=role)
 
     import fcntl
 
@@ -331,7 +261,7 @@ def judge_study(
         lock_file.close()
         raise StageBusy(f"another judge stage is running on {root} (lock {root / LOCK_NAME})") from None
     try:
-        return _judge_locked(root, judge, is_oracle, judge_name, role, tol, paths, report, progress)
+        return _judge_locked(root, judge, role, paths, report, progress)
     finally:
         fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
         lock_file.close()
@@ -340,17 +270,14 @@ def judge_study(
 def _judge_locked(
     root: Path,
     judge: Any,
-    is_oracle: bool,
-    judge_name: str,
     role: str,
-    tol: float,
     paths: _Paths,
     report: StageReport,
     progress: bool,
 ) -> StageReport:
     states = []
     for path in records_files(root):
-        states.append(_load_file(path, judge_name, role, report))
+        states.append(_load_file(path, judge.name, role, report))
     report.files = len(states)
     todo: list[tuple[_FileState, Record]] = []
     for st in states:
@@ -358,7 +285,7 @@ def _judge_locked(
             if rec.outcome != "miss":
                 continue
             report.misses += 1
-            if needs_verdict(rec, judge_name, role):
+            if needs_verdict(rec, judge.name, role):
                 todo.append((st, rec))
             else:
                 report.already += 1
@@ -367,7 +294,7 @@ def _judge_locked(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc=f"judge {judge_name}", unit="miss")
+        bar = tqdm(total=len(todo), desc=f"judge {judge.name}", unit="miss")
 
     def note(st: _FileState, rec: Record, j: Judgment) -> None:
         st.log(rec.sample_id, role, j)
@@ -381,12 +308,8 @@ def _judge_locked(
             bar.update(1)
 
     try:
-        if is_oracle:
-            cache: dict[Path, dict] = {}
-            for st, rec in todo:
-                note(st, rec, oracle_for_record(rec, tol, paths, cache))
-        elif todo:
-            asyncio.run(_run_ollama(judge, todo, paths, note, role))
+        if todo:
+            asyncio.run(_run(judge, todo, paths, note, role))
     finally:
         if bar is not None:
             bar.close()
@@ -396,23 +319,25 @@ def _judge_locked(
     return report
 
 
-async def _run_ollama(judge: Any, todo: list, paths: _Paths, note: Any, role: str) -> None:
-    from pointfail.judge.render import point_outside
+async def _run(judge: Judge, todo: list[tuple[_FileState, Record]], paths: _Paths, note: Any, role: str) -> None:
+    """Every miss of ``todo`` through ``judge.judge_miss`` (concurrently; a model judge bounds its own
+    concurrency), each verdict noted as it arrives."""
+    from pointfail.judge.oracle import SceneGraphError
+    from pointfail.scoring import primary_point
 
     async with judge:
 
         async def one(st: _FileState, rec: Record) -> None:
-            try:
-                render, point = _renderer(rec, paths)
-                j = await judge.judge(
-                    render,
-                    rec.prompt.original,
-                    point_outside_image=point_outside(point),
-                    target_absent=rec.target.kind == "absent",
-                    resume=current_judgment(rec, judge.name, role),
-                )
-            except Exception as e:  # unreadable image or mask: recorded, the stage goes on
-                j = _pending(judge.name, f"cannot render: {type(e).__name__}: {e}")
+            point = primary_point(rec.parse)
+            if point is None:  # a miss always has a point or a box; a hand-edited record may not
+                j = _pending(judge.name, "cannot judge: miss without a parsed point or box")
+            else:
+                miss = Miss(record=rec, point=point, find=paths.find, resume=current_judgment(rec, judge.name, role))
+                try:
+                    j = await judge.judge_miss(miss)
+                except (OSError, MissUnusable, SceneGraphError, ValueError) as e:
+                    # a file missing or unreadable, no scene graph, no target id: recorded, the stage goes on
+                    j = _pending(judge.name, f"cannot judge: {type(e).__name__}: {e}")
             note(st, rec, j)
 
         await asyncio.gather(*(one(st, rec) for st, rec in todo))
