@@ -17,7 +17,6 @@ import difflib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -32,16 +31,6 @@ SUITE_MOUNT = "/out"
 
 class ReproduceError(RuntimeError):
     """A stage failed; the message names the stage and why."""
-
-
-def _pointfail(*args: str, log: Callable[[str], None] = print, check: bool = True) -> int:
-    """Run the pointfail CLI in a subprocess (argument list, no shell); returns the exit code."""
-    cmd = [sys.executable, "-m", "pointfail", *args]
-    log("[reproduce] $ pointfail " + " ".join(args))
-    rc = subprocess.run(cmd, check=False).returncode
-    if check and rc != 0:
-        raise ReproduceError(f"pointfail {args[0]} exited {rc}")
-    return rc
 
 
 def run_tool(client, image: str, command: list[str], rw_dir: Path, *, wall_clock_s: float = 1800,
@@ -148,6 +137,45 @@ def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], lis
         content.append(f"suite {c.name} differs from {_shown(c.committed, repo)}:\n  " + "\n  ".join(shown)
                        + "\n  environment changes that may explain it:\n    " + "\n    ".join(env))
     return drift, content
+
+
+def judge_stage(records: Path, judge_cfg: dict, *, data_root: Path, log: Callable[[str], None] = print) -> None:
+    """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`): the oracle as
+    primary judge (``[judge] oracle_tolerance_px``); when ``OLLAMA_HOST`` is set, the Ollama judge
+    (``[judge] ollama_model``) as a further judge, then its agreement with the oracle.
+
+    Raises:
+        ReproduceError: a miss the oracle could not judge, or the Ollama judge left misses unjudged
+            for a reason other than its availability.
+    """
+    from pointfail.judge.oracle import DEFAULT_TOLERANCE_PX, OracleJudge
+    from pointfail.judge.stage import judge_study
+
+    tol = float(judge_cfg.get("oracle_tolerance_px", DEFAULT_TOLERANCE_PX))
+    rep = judge_study(records, OracleJudge(tol), data_root=data_root)
+    log(f"[reproduce] judge oracle: {rep.misses} misses, {rep.judged} judged, {rep.already} already judged")
+    if rep.problems:
+        raise ReproduceError("oracle judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
+    if os.environ.get("OLLAMA_HOST"):
+        from pointfail.judge.agreement import agreement_report, format_text
+        from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
+
+        model = judge_cfg.get("ollama_model") or DEFAULT_MODEL
+        rep = judge_study(records, OllamaJudge(model=model), role="other", data_root=data_root)
+        log(f"[reproduce] judge {rep.judge}: {rep.judged} judged, status {dict(sorted(rep.status.items()))}")
+        if rep.status.get("pending"):
+            raise ReproduceError("Ollama judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
+        log(format_text(agreement_report(records)))
+
+
+def aggregate_study(records: Path, *, log: Callable[[str], None] = print) -> dict[str, bytes]:
+    """Every table of the study at ``records`` (:func:`pointfail.aggregate.aggregate`), written to
+    ``records/tables``; returns the files (name -> bytes)."""
+    from pointfail.aggregate import aggregate
+
+    files = aggregate(records)
+    log(f"[reproduce] aggregate: {len(files)} files in {records / 'tables'}")
+    return files
 
 
 def compare_tables(regenerated: Path, committed: Path) -> list[str]:
@@ -340,16 +368,10 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     timed("runs (one model container at a time)", runs)
 
     def judge():
-        _pointfail("judge", str(records), "--judge", "oracle", "--data-root", str(repo), "--no-progress", log=log)
-        if os.environ.get("OLLAMA_HOST"):
-            rc = _pointfail("judge", str(records), "--judge", "ollama", "--role", "other", "--data-root",
-                            str(repo), "--no-progress", log=log, check=False)
-            if rc not in (0, 3):
-                raise ReproduceError(f"Ollama judge stage exited {rc}")
-            _pointfail("judge-agreement", str(records), log=log)
+        judge_stage(records, study.raw.get("judge", {}), data_root=repo, log=log)
 
     timed("judge", judge)
-    timed("aggregate", lambda: _pointfail("aggregate", str(records), log=log))
+    timed("aggregate", lambda: aggregate_study(records, log=log))
 
     table_diffs: list[str] = []
 
