@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.backends import BACKENDS
+from pointfail.backends import backend_modules
 from pointfail.backends.base import BackendError
 from pointfail.backends.molmo import load as load_molmo
 from pointfail.backends.molmo import pinned_revision
@@ -23,10 +23,20 @@ def weights(tmp_path: Path) -> Path:
 
 
 def test_every_backend_module_exists_and_has_load():
+    """The family registry is the list of backends: every family with one names an importable module
+    with ``load``, and every module file in pointfail/backends is some family's backend (or a helper)."""
     import importlib
+    import pkgutil
 
-    for name in BACKENDS:
-        assert callable(importlib.import_module(f"pointfail.backends.{name}").load), name
+    import pointfail.backends as pkg
+
+    mods = backend_modules()
+    assert {"center", "ocr", "qwen2_5_vl", "qwen3_vl", "internvl3", "molmo", "molmo2"} <= set(mods)
+    for family, module in mods.items():
+        assert callable(importlib.import_module(module).load), family
+    helpers = {"base", "hf"}
+    files = {m.name for m in pkgutil.iter_modules(pkg.__path__)} - helpers
+    assert {m.rsplit(".", 1)[1] for m in mods.values()} == files
 
 
 def test_molmo_refuses_remote_code_without_a_pinned_revision(weights, monkeypatch):

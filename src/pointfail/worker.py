@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import logging
 import os
 import sys
@@ -157,27 +156,20 @@ def answered_ids(path: str | Path) -> set[str]:
 
 
 def resolve_backend_module(family: str) -> str:
-    """The backend module for a family: ``pointfail.families.get_family(family).backend``. When the
-    families package is unavailable or does not know the name, ``pointfail.backends.<family>`` is
-    used if it exists (the baselines and every weight-backed family have one).
+    """The backend module of a family: ``pointfail.families.get_family(family).backend``.
 
     Raises:
-        WorkerError: no backend for this family (unknown, or a parse-only API family).
+        WorkerError: an unknown family, or a parse-only one (no backend).
     """
-    try:
-        from pointfail.families import get_family  # lazy: owned by the families module
+    from pointfail.families import get_family
 
+    try:
         fam = get_family(family)
-        backend = getattr(fam, "backend", None)
-        if backend is None:
-            raise WorkerError(f"family {family!r} has no backend (parse-only family)")
-        return backend
-    except (ImportError, KeyError) as e:
-        module = f"pointfail.backends.{family}"
-        if importlib.util.find_spec(module) is not None:
-            log.warning("family lookup for %r failed (%s); using %s", family, e, module)
-            return module
+    except KeyError as e:
         raise WorkerError(f"no backend for family {family!r}: {e}") from None
+    if fam.backend is None:
+        raise WorkerError(f"family {family!r} has no backend (parse-only family)")
+    return fam.backend
 
 
 def load_backend(family: str, weights: Optional[str], device: str, **options: Any):

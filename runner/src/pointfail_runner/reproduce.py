@@ -139,20 +139,21 @@ def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], lis
     return drift, content
 
 
-def judge_stage(records: Path, judge_cfg: dict, *, data_root: Path, log: Callable[[str], None] = print) -> None:
+def judge_stage(records: Path, tolerance_px: float, ollama_model: Optional[str], *, data_root: Path,
+                log: Callable[[str], None] = print) -> None:
     """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`): the oracle as
     primary judge (``[judge] oracle_tolerance_px``); when ``OLLAMA_HOST`` is set, the Ollama judge
-    (``[judge] ollama_model``) as a further judge, then its agreement with the oracle.
+    (``[judge] ollama_model``, default :data:`pointfail.judge.client.DEFAULT_MODEL`) as a further
+    judge, then its agreement with the oracle.
 
     Raises:
         ReproduceError: a miss the oracle could not judge, or the Ollama judge left misses unjudged
             for a reason other than its availability.
     """
-    from pointfail.judge.oracle import DEFAULT_TOLERANCE_PX, OracleJudge
+    from pointfail.judge.oracle import OracleJudge
     from pointfail.judge.stage import judge_study
 
-    tol = float(judge_cfg.get("oracle_tolerance_px", DEFAULT_TOLERANCE_PX))
-    rep = judge_study(records, OracleJudge(tol), data_root=data_root)
+    rep = judge_study(records, OracleJudge(tolerance_px), data_root=data_root)
     log(f"[reproduce] judge oracle: {rep.misses} misses, {rep.judged} judged, {rep.already} already judged")
     if rep.problems:
         raise ReproduceError("oracle judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
@@ -160,8 +161,7 @@ def judge_stage(records: Path, judge_cfg: dict, *, data_root: Path, log: Callabl
         from pointfail.judge.agreement import agreement_report, format_text
         from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
 
-        model = judge_cfg.get("ollama_model") or DEFAULT_MODEL
-        rep = judge_study(records, OllamaJudge(model=model), role="other", data_root=data_root)
+        rep = judge_study(records, OllamaJudge(model=ollama_model or DEFAULT_MODEL), role="other", data_root=data_root)
         log(f"[reproduce] judge {rep.judge}: {rep.judged} judged, status {dict(sorted(rep.status.items()))}")
         if rep.status.get("pending"):
             raise ReproduceError("Ollama judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
@@ -288,7 +288,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     from . import images as imod
     from . import prereqs
     from .engine import ensure_engine
-    from .study import load_study, run_study
+    from .study import load_study, missing_inputs, run_study
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
@@ -296,36 +296,20 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name
-    # Studies that need weights or data on disk: check first, before any image is built.
+    # Studies that need weights or data on disk: check first, before any image is built (generated
+    # suites are made by the data stage below).
     from pointfail.study import Roots
 
     roots = Roots.for_study(study, repo, data=data_root)
     generated = [b for b in study.benchmarks if b.generator]
-    needs_external = [b for b in study.benchmarks if not b.generator]
-    if needs_external or any(m.family not in ("center", "ocr") for m in study.models):
-        missing = []
-        for b in needs_external:
-            d = roots.data_dir(b)
-            if not d.is_dir():
-                d = d.relative_to(repo) if d.is_relative_to(repo) else d
-                missing.append(f"data {b.name}: {d} <- pointfail data fetch {b.loader} --to {d}")
-        for m in study.models:
-            if m.family in ("center", "ocr") or m.kind != "container":
-                continue
-            w = roots.weights_dir(m)
-            if not w.is_dir():
-                w = w.relative_to(repo) if w.is_relative_to(repo) else w
-                rev = m.revision or "<pin a 40-hex commit in study.toml first>"
-                missing.append(f"weights {m.name}: {w} <- huggingface-cli download {m.checkpoint} "
-                               f"--revision {rev} --local-dir {w}")
-            if not m.revision:
-                missing.append(f"revision {m.name}: not pinned in {study_file}")
-        if study.study.primary_judge == "ollama" and not os.environ.get("OLLAMA_HOST"):
-            missing.append(f"judge: OLLAMA_HOST is not set <- make -C images/judge pull-model serve "
-                           f"(model {study.judge.ollama_model}), then export OLLAMA_HOST=http://HOST:11434")
-        if missing:
-            raise ReproduceError(f"study {study.name} cannot run here; missing before any work:\n  "
-                                 + "\n  ".join(missing))
+    missing = missing_inputs(study, study.models, [b for b in study.benchmarks if not b.generator], roots,
+                             repo=repo, require_revisions=True)
+    if study.study.primary_judge == "ollama" and not os.environ.get("OLLAMA_HOST"):
+        missing.append(f"judge: OLLAMA_HOST is not set <- make -C images/judge pull-model serve "
+                       f"(model {study.judge.ollama_model}), then export OLLAMA_HOST=http://HOST:11434")
+    if missing:
+        raise ReproduceError(f"study {study.name} cannot run here; missing before any work:\n  "
+                             + "\n  ".join(missing))
 
     t_start = time.monotonic()
     marks: list[tuple[str, float, float]] = []
@@ -368,7 +352,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     timed("runs (one model container at a time)", runs)
 
     def judge():
-        judge_stage(records, study.raw.get("judge", {}), data_root=repo, log=log)
+        judge_stage(records, study.judge.oracle_tolerance_px, study.judge.ollama_model, data_root=repo, log=log)
 
     timed("judge", judge)
     timed("aggregate", lambda: aggregate_study(records, log=log))

@@ -21,7 +21,7 @@ weights, work and records roots.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, inside, load_study
 
@@ -29,11 +29,9 @@ from . import container as cmod
 from . import images as imod
 from . import locks
 
-__all__ = ["StudyError", "load_study", "run_study", "repo_relative"]
+__all__ = ["StudyError", "load_study", "missing_inputs", "needs_weights", "run_study", "repo_relative"]
 
 PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
-
-NO_WEIGHTS_FAMILIES = ("center", "ocr")
 
 REMOTE_CODE_BACKENDS = ("pointfail.backends.molmo",)
 """Backends that run the checkpoint's own code (``trust_remote_code``): they load only with a weights
@@ -129,9 +127,64 @@ def repo_relative(record, repo: Path):
 
 
 def needs_weights(model: ContainerModel) -> bool:
-    """Whether the model runs from a weights folder: every family but the weight-free baselines,
-    and any model that names a checkpoint."""
-    return bool(model.checkpoint) or model.family not in NO_WEIGHTS_FAMILIES
+    """Whether the model runs from a weights folder: its family's backend needs one
+    (``Family.needs_weights``: every family but the weight-free baselines), or it names a checkpoint."""
+    from pointfail.families import get_family
+
+    return bool(model.checkpoint) or get_family(model.family).needs_weights
+
+
+def _shown(path: Path, repo: Path) -> Path:
+    return path.relative_to(repo) if path.is_relative_to(repo) else path
+
+
+def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, repo: Path,
+                   require_revisions: bool = False) -> list[str]:
+    """Everything the selected models and benchmarks of a study need on disk and lack, one line each
+    with what provides it: a generated suite's data (``make data``), another benchmark's data
+    (``pointfail data fetch``), a family without a worker backend, a model's weights
+    (``huggingface-cli download``) and the weights manifest of a backend that runs the checkpoint's own
+    code; with ``require_revisions`` (``make reproduce``) also every weight-backed model whose revision
+    is not pinned. Served models need nothing here. Empty when the study can run. The one check
+    ``pointfail-runner run`` and ``make reproduce`` make."""
+    from pointfail.families import get_family
+
+    repo = Path(repo).resolve()
+    missing = []
+    for b in benchmarks:
+        d = roots.data_dir(b)
+        if d.is_dir():
+            continue
+        shown = _shown(d, repo)
+        if b.generator:
+            missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}")
+        else:
+            missing.append(f"data for {b.name}: {shown} <- pointfail data fetch {b.loader} --to {shown}")
+    for m in models:
+        if isinstance(m, ServerModel):
+            continue
+        fam = get_family(m.family)
+        if fam.backend is None:
+            missing.append(f"model {m.name}: family {m.family} has no worker backend")
+        w = roots.weights_dir(m) if needs_weights(m) else None
+        if fam.backend in REMOTE_CODE_BACKENDS and not m.weights_manifest:
+            missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
+                           f"record one right after download (pointfail weights-manifest {w} --out "
+                           f"{study.dir}/weights/{m.name}.manifest.json) and name it as weights_manifest")
+        elif m.weights_manifest:
+            man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest")
+            if not man.is_file():
+                missing.append(f"weights manifest for {m.name}: {man}")
+        if w is None:
+            continue
+        if not w.is_dir():
+            shown = _shown(w, repo)
+            rev = m.revision or "<pin a 40-hex commit in study.toml first>"
+            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {shown} <- huggingface-cli download "
+                           f"{m.checkpoint} --revision {rev} --local-dir {shown}")
+        if require_revisions and not m.revision:
+            missing.append(f"revision {m.name}: not pinned in {study.path}")
+    return missing
 
 
 def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = None,
@@ -176,34 +229,11 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                          f"{len(study.benchmarks)} benchmark(s))")
     variant = variant or ("cuda" if cmod.host_has_gpu() else "cpu")
 
-    missing = []
-    data_dirs: dict[str, Path] = {}
-    for b in sel_benchmarks:
-        d = roots.data_dir(b)
-        data_dirs[b.name] = d
-        if not d.is_dir():
-            missing.append(f"data for {b.name}: {d} (make data STUDY={study.name})")
-    weights: dict[str, Optional[Path]] = {}
-    for m in sel_models:
-        if isinstance(m, ServerModel):
-            weights[m.name] = None
-            continue
-        fam = get_family(m.family)
-        if getattr(fam, "backend", None) is None and m.family not in NO_WEIGHTS_FAMILIES:
-            missing.append(f"model {m.name}: family {m.family} has no worker backend")
-        w = roots.weights_dir(m) if needs_weights(m) else None
-        weights[m.name] = w
-        if getattr(fam, "backend", None) in REMOTE_CODE_BACKENDS and not m.weights_manifest:
-            missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
-                           f"record one right after download (pointfail weights-manifest {w} --out "
-                           f"{study.dir}/weights/{m.name}.manifest.json) and name it as weights_manifest")
-        elif m.weights_manifest:
-            man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest")
-            if not man.is_file():
-                missing.append(f"weights manifest for {m.name}: {man}")
-        if w is not None and not w.is_dir():
-            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {w} "
-                           f"(huggingface-cli download {m.checkpoint} --local-dir {w})")
+    missing = missing_inputs(study, sel_models, sel_benchmarks, roots, repo=repo)
+    data_dirs = {b.name: roots.data_dir(b) for b in sel_benchmarks}
+    weights: dict[str, Optional[Path]] = {
+        m.name: (roots.weights_dir(m) if isinstance(m, ContainerModel) and needs_weights(m) else None)
+        for m in sel_models}
     if missing:
         raise StudyError("missing before any work:\n  " + "\n  ".join(missing))
 

@@ -1,15 +1,21 @@
 """Model backends: one module per family that runs a model inside its image.
 
 Each module ``pointfail.backends.<name>`` defines ``load(weights_dir, device, **options) -> Backend``
-(see :mod:`pointfail.backends.base`). The worker (:mod:`pointfail.worker`) picks the module named by
-the family's ``backend`` attribute. Modules import torch/transformers inside functions only, so this
-package is import-light.
-
-Backends: ``center`` and ``ocr`` (baselines, no weights), ``qwen2_5_vl``, ``qwen3_vl``, ``internvl3``,
-``molmo2`` (native transformers classes) and ``molmo`` (Molmo v1, remote code at a pinned revision).
+(see :mod:`pointfail.backends.base`); a weight-backed one also ``build_tiny(out, seed=0)``, a tiny
+random-weight checkpoint of its real architecture for the tests. The worker (:mod:`pointfail.worker`)
+picks the module named by the family's ``backend`` attribute: the family registry
+(:mod:`pointfail.families`) is the one list, and :func:`backend_modules` reads it. Modules import
+torch/transformers inside functions only, so this package is import-light.
 """
 
 from __future__ import annotations
 
-BACKENDS: tuple[str, ...] = ("center", "internvl3", "molmo", "molmo2", "ocr", "qwen2_5_vl", "qwen3_vl")
-"""Names of the backend modules in this package, sorted."""
+__all__ = ["backend_modules"]
+
+
+def backend_modules() -> dict[str, str]:
+    """Family name -> backend module (``pointfail.backends.<name>``) for every registered family that
+    runs locally (``Family.backend`` set), sorted by family name."""
+    from pointfail.families import list_families
+
+    return {f.name: f.backend for f in list_families() if f.backend is not None}

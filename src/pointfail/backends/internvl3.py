@@ -11,6 +11,7 @@ is the 0-1000 grid, so the size is recorded for diagnostics.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.backends.hf import HFBackend, load_hf
@@ -35,3 +36,11 @@ def load(weights_dir: Optional[str], device: str = "auto", **options: Any) -> HF
     :func:`pointfail.backends.hf.load_hf`)."""
     return load_hf("internvl3", weights_dir, device, processor_default="InternVLProcessor",
                    input_size=tiled_input_size)
+
+
+def build_tiny(out: str | Path, seed: int = 0) -> Path:
+    """A tiny random-weight InternVL3 (hf format) checkpoint of the real architecture in ``out``, which :func:`load`
+    loads offline (for the tests: :func:`pointfail.testing.tiny.build_internvl`); returns the path."""
+    from pointfail.testing.tiny import build_internvl
+
+    return build_internvl(out, seed=seed)

@@ -11,6 +11,7 @@ Molmo2 image processor, so this family needs torchvision installed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.backends.hf import HFBackend, load_hf
@@ -32,3 +33,11 @@ def crop_input_size(processor: Any, inputs: Any, index: int, image: Any) -> Opti
 def load(weights_dir: Optional[str], device: str = "auto", **options: Any) -> HFBackend:
     """Load Molmo2 from ``weights_dir`` (see :func:`pointfail.backends.hf.load_hf`)."""
     return load_hf("molmo2", weights_dir, device, processor_default="Molmo2Processor", input_size=crop_input_size)
+
+
+def build_tiny(out: str | Path, seed: int = 0) -> Path:
+    """A tiny random-weight Molmo2 checkpoint of the real architecture in ``out``, which :func:`load`
+    loads offline (for the tests: :func:`pointfail.testing.tiny.build_molmo2`); returns the path."""
+    from pointfail.testing.tiny import build_molmo2
+
+    return build_molmo2(out, seed=seed)

@@ -9,6 +9,7 @@ converts with exactly this size.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.backends.hf import HFBackend, load_hf
@@ -29,3 +30,11 @@ def load(weights_dir: Optional[str], device: str = "auto", **options: Any) -> HF
     """Load Qwen2.5-VL from ``weights_dir`` (see :func:`pointfail.backends.hf.load_hf`)."""
     return load_hf("qwen2_5_vl", weights_dir, device, processor_default="Qwen2_5_VLProcessor",
                    input_size=grid_input_size)
+
+
+def build_tiny(out: str | Path, seed: int = 0) -> Path:
+    """A tiny random-weight Qwen2.5-VL checkpoint of the real architecture in ``out``, which :func:`load`
+    loads offline (for the tests: :func:`pointfail.testing.tiny.build_qwen2_5_vl`); returns the path."""
+    from pointfail.testing.tiny import build_qwen2_5_vl
+
+    return build_qwen2_5_vl(out, seed=seed)

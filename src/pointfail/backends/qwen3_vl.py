@@ -7,6 +7,7 @@ card), so the size is recorded for diagnostics, not needed to convert.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.backends.hf import HFBackend, load_hf
@@ -16,3 +17,11 @@ from pointfail.backends.qwen2_5_vl import grid_input_size
 def load(weights_dir: Optional[str], device: str = "auto", **options: Any) -> HFBackend:
     """Load Qwen3-VL from ``weights_dir`` (see :func:`pointfail.backends.hf.load_hf`)."""
     return load_hf("qwen3_vl", weights_dir, device, processor_default="Qwen3VLProcessor", input_size=grid_input_size)
+
+
+def build_tiny(out: str | Path, seed: int = 0) -> Path:
+    """A tiny random-weight Qwen3-VL checkpoint of the real architecture in ``out``, which :func:`load`
+    loads offline (for the tests: :func:`pointfail.testing.tiny.build_qwen3_vl`); returns the path."""
+    from pointfail.testing.tiny import build_qwen3_vl
+
+    return build_qwen3_vl(out, seed=seed)

@@ -92,7 +92,10 @@ class Family:
         checkpoints: hub ids of the checkpoints this family covers (documentation; the study file
             names the one used).
         backend: module that loads and runs the model inside its image (``pointfail.backends.<name>``),
-            ``None`` for parse-only families.
+            ``None`` for parse-only families (API models, served models).
+        needs_weights: whether running the family's backend needs a checkpoint on disk (``False`` for
+            the weight-free baselines ``center`` and ``ocr``); the runner checks weights only for
+            families that need them.
         point_prompt / box_prompt: templates with ``{core}`` (the core instruction as given,
             whitespace collapsed), ``{target}`` (:func:`~pointfail.families._text.pointing_target`:
             the core with a leading polite/imperative pointing verb phrase removed, for templates
@@ -111,6 +114,7 @@ class Family:
     frame: ClassVar[Frame]
     checkpoints: ClassVar[tuple[str, ...]] = ()
     backend: ClassVar[Optional[str]] = None
+    needs_weights: ClassVar[bool] = True
     point_prompt: ClassVar[str] = "{core}"
     box_prompt: ClassVar[str] = "{core}"
     system_prompt: ClassVar[Optional[str]] = None
@@ -406,6 +410,14 @@ def _load() -> dict[str, Family]:
                 found[fam.name] = fam
         _REGISTRY = found
     return _REGISTRY
+
+
+def refresh() -> None:
+    """Forget the discovered families, so the next lookup scans ``families.__path__`` again (after a
+    family file was added while the process runs: the throwaway-family test)."""
+    global _REGISTRY, _ALIASES
+    _REGISTRY = None
+    _ALIASES = None
 
 
 def family_key(name: str) -> str:

@@ -14,6 +14,7 @@ class Center(JsonPixels):
 
     name = "center"
     backend = "pointfail.backends.center"
+    needs_weights = False
 
 
 FAMILY = Center()

@@ -16,6 +16,7 @@ class Ocr(JsonPixels):
 
     name = "ocr"
     backend = "pointfail.backends.ocr"
+    needs_weights = False
 
 
 FAMILY = Ocr()

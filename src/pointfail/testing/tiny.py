@@ -303,18 +303,29 @@ def build_molmo2(out: str | Path, seed: int = 0) -> Path:
     return _save(model, proc, out)
 
 
-BUILDERS: dict[str, Callable[..., Path]] = {
-    "qwen2_5_vl": build_qwen2_5_vl,
-    "qwen3_vl": build_qwen3_vl,
-    "internvl3": build_internvl,
-    "molmo2": build_molmo2,
-}
-"""Family name (as in ``pointfail.families``) -> tiny checkpoint builder."""
-
-
 def build(family: str, out: str | Path, seed: int = 0) -> Path:
-    """Build the tiny checkpoint for ``family`` into ``out``. Raises ``KeyError`` naming the families
-    that have a builder."""
-    if family not in BUILDERS:
-        raise KeyError(f"no tiny checkpoint builder for {family!r}; known: {', '.join(sorted(BUILDERS))}")
-    return BUILDERS[family](out, seed=seed)
+    """Build the tiny checkpoint of ``family`` into ``out`` through its backend's ``build_tiny`` (the
+    backend module declares which builder fits its architecture).
+
+    Raises:
+        KeyError: the family's backend has no tiny checkpoint (names the families that have one).
+    """
+    builders = tiny_families()
+    if family not in builders:
+        raise KeyError(f"no tiny checkpoint builder for {family!r}; known: {', '.join(sorted(builders))}")
+    return builders[family](out, seed=seed)
+
+
+def tiny_families() -> dict[str, Callable[..., Path]]:
+    """Family name -> its backend's ``build_tiny``, for every registered family whose backend module
+    defines one (from the family registry; no list to keep)."""
+    import importlib
+
+    from pointfail.backends import backend_modules
+
+    out = {}
+    for family, module in backend_modules().items():
+        fn = getattr(importlib.import_module(module), "build_tiny", None)
+        if callable(fn):
+            out[family] = fn
+    return out
