@@ -83,12 +83,11 @@ def test_defaults_are_shown(capsys):
     assert "(default: point)" in text
 
 
-def test_judge_help_defaults_agree_with_the_client():
-    from pointfail.commands import judge
-    from pointfail.judge.client import DEFAULT_OPTIONS
+def test_judge_help_defaults_are_the_clients():
+    """One source: the client and the command line read the same settings module."""
+    from pointfail.judge import client, settings
 
-    assert (judge._SEED, judge._NUM_CTX, judge._NUM_PREDICT) == (
-        DEFAULT_OPTIONS["seed"], DEFAULT_OPTIONS["num_ctx"], DEFAULT_OPTIONS["num_predict"])
+    assert client.DEFAULT_OPTIONS is settings.DEFAULT_OPTIONS and client.DEFAULT_MODEL == settings.DEFAULT_MODEL
 
 
 def test_errors_name_the_flag_the_user_typed(capsys):

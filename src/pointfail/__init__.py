@@ -8,7 +8,6 @@ Public names are resolved lazily on first attribute access (PEP 562), so
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -47,7 +46,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     target = _EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'pointfail' has no attribute {name!r}")

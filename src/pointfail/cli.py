@@ -1,9 +1,11 @@
 """The ``pointfail`` command line.
 
-Subcommands live one module each in ``pointfail/commands/``; each module defines
-``register(subparsers) -> None`` which adds its parser(s) and sets ``func`` (called with the parsed
-``argparse.Namespace``, returning an exit code). Command modules keep heavy imports inside their
-functions so ``pointfail --help`` stays fast.
+Subcommands live one module each in ``pointfail/commands/``; each module defines ``COMMANDS`` (the
+subcommands it adds, each with its one-line help) and ``register(subparsers) -> None``, which adds
+its parser(s) and sets ``func`` (called with the parsed ``argparse.Namespace``, returning an exit
+code). :func:`main` builds only the parser of the subcommand named on the command line (and for
+``pointfail --help`` only the listing), and command modules import their heavy dependencies inside
+their functions, so a start costs little more than the interpreter (``bench/cli.py`` measures it).
 """
 
 from __future__ import annotations
@@ -11,15 +13,31 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 
 from pointfail import __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand found in ``pointfail.commands`` (sorted by module
-    name, so ``--help`` output does not depend on directory order)."""
+def command_index() -> dict[str, tuple[str, str]]:
+    """Every subcommand: name -> ``(module, one-line help)``, from the ``COMMANDS`` of each module in
+    ``pointfail.commands`` (modules sorted by name, so the listing does not depend on directory
+    order). Importing a command module is cheap: it imports its heavy dependencies only when run."""
+    import pointfail.commands as pkg
+
+    names = set()
+    for folder in pkg.__path__:  # os.scandir, not pkgutil: pkgutil imports inspect (tens of ms)
+        with os.scandir(folder) as it:
+            names.update(e.name[:-3] for e in it if e.name.endswith(".py") and not e.name.startswith("_"))
+    out: dict[str, tuple[str, str]] = {}
+    for name in sorted(names):
+        module = f"pointfail.commands.{name}"
+        for command, line in importlib.import_module(module).COMMANDS.items():
+            out[command] = (module, line)
+    return out
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    """The ``pointfail`` parser itself: description, examples, ``--version``; no subcommands yet."""
     from pointfail.commands._help import HelpFormatter, example_epilog
 
     parser = argparse.ArgumentParser(
@@ -37,15 +55,41 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pointfail {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import pointfail.commands as pkg
-
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"pointfail.commands.{info.name}")
-        mod.register(sub)
     return parser
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``pointfail`` parser. With ``command``, only the module that adds that subcommand is
+    registered (what :func:`main` does: one subcommand's parser, not all of them); without, every
+    subcommand is registered in full (tests and documentation walk it).
+
+    Raises:
+        KeyError: an unknown ``command``.
+    """
+    parser = _top_parser()
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    index = command_index()
+    modules = sorted({m for m, _ in index.values()}) if command is None else [index[command][0]]
+    for module in modules:
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def _listing_parser(index: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
+    """The parser for ``pointfail`` alone, ``--help``, ``--version`` or an unknown command: every
+    subcommand listed with its one line (in module order, as :func:`build_parser` lists them), none
+    built in full."""
+    parser = _top_parser()
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, line) in index.items():
+        sub.add_parser(name, help=line, add_help=False)
+    return parser
+
+
+def _command_of(argv: list[str], index: dict[str, tuple[str, str]]) -> str | None:
+    """The subcommand ``argv`` names: its first argument when that is one (the top level has only
+    ``--help`` and ``--version``, which take no value), else ``None``."""
+    return argv[0] if argv and argv[0] in index else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     from pointfail.extras import MissingExtra
 
     command = None
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser()
+        index = command_index()
+        named = _command_of(argv, index)
+        parser = build_parser(named) if named is not None else _listing_parser(index)
         args = parser.parse_args(argv)  # --help writes here
         command = getattr(args, "command", None)
         if not getattr(args, "func", None):

@@ -14,7 +14,10 @@ and :func:`example_epilog` itself), so every ``pointfail <command> --help`` has:
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: ``pointfail --help`` imports every command module
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["HelpFormatter", "add_command", "example_epilog", "flag_error"]
 

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from pointfail.commands._help import add_command
 
 
+COMMANDS: dict[str, str] = {
+    "data": "fetch or check benchmark data",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data fetch`` / ``data sources`` / ``data check``."""
+    from pathlib import Path
+
     p = add_command(
         subparsers, "data",
-        help="fetch or check benchmark data",
+        help=COMMANDS["data"],
         description="""\
 Benchmark data on disk. fetch downloads a benchmark from its publisher's hub
 repository at a pinned commit and checks every file's sha256; sources lists where

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from pointfail.commands._help import add_command
 from pointfail.commands.judge import FAILURE_MODES_TEXT, add_ollama_args, add_openai_args
@@ -51,10 +50,18 @@ EXAMPLE = ("pointfail evaluate --benchmark suite --data suites/sheets --replies 
            "--family molmo --out results/sheets")
 
 
+COMMANDS: dict[str, str] = {
+    "evaluate": "from a file of your model's replies to its failure modes, tables, report and browser",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail evaluate``."""
+    from pathlib import Path
+
     p = add_command(subparsers, "evaluate",
-                    help="from a file of your model's replies to its failure modes, tables, report and browser",
+                    help=COMMANDS["evaluate"],
                     description=DESCRIPTION, example=EXAMPLE)
     p.add_argument("--benchmark", required=True,
                    help="the benchmark's loader: suite (a generated suite), pointerbench-sheets, pointerbench-text, "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
+if TYPE_CHECKING:
+    from typing import Any
 
 from pointfail.commands._help import add_command
 
@@ -134,6 +136,8 @@ def _run(args: argparse.Namespace) -> int:
         fams = list_families()
     infos = [family_info(f) for f in fams]
     if args.format == "json":
+        import json
+
         sys.stdout.write(json.dumps(infos, indent=2, ensure_ascii=False) + "\n")
     elif args.names:
         sys.stdout.write("\n\n".join(_details(d) for d in infos) + "\n")
@@ -142,10 +146,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMANDS: dict[str, str] = {
+    "families": "model families: coordinate frame, example prompt and reply, checkpoints",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail families [NAME ...] [--format FMT]``."""
     p = add_command(subparsers, "families",
-                    help="model families: coordinate frame, example prompt and reply, checkpoints",
+                    help=COMMANDS["families"],
                     description=DESCRIPTION, example="pointfail families qwen2.5-vl molmo")
     p.add_argument("names", nargs="*", metavar="NAME", help="families to show in full (any spelling)")
     p.add_argument("--format", default="simple",

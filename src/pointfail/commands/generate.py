@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import textwrap
 
 from pointfail.commands._help import HelpFormatter, add_command, example_epilog
 from pointfail.suites import KINDS
@@ -71,9 +70,17 @@ def _missing(kind: str):
     return run
 
 
+COMMANDS: dict[str, str] = {
+    "generate": "generate a synthetic suite (sheets, text, web) or verify one",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail generate`` with one sub-command per suite kind plus ``verify``."""
-    p = add_command(subparsers, "generate", help="generate a synthetic suite (sheets, text, web) or verify one",
+    import textwrap
+
+    p = add_command(subparsers, "generate", help=COMMANDS["generate"],
                     description=DESCRIPTION,
                     example=(KIND_EXAMPLES["sheets"], "pointfail generate verify suites/sheets"))
     kinds = p.add_subparsers(dest="kind", metavar="KIND", parser_class=_LazyKindParser)

@@ -4,16 +4,16 @@ sorting every miss into a failure mode."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Optional
 
 from pointfail.commands._help import add_command
+from pointfail.judge.settings import DEFAULT_OPTIONS
 
-# the judge client's defaults, repeated here so ``--help`` does not import the client (pydantic,
-# asyncio, httpx); tests/test_cli_help.py checks they agree with pointfail.judge.client.DEFAULT_OPTIONS
-_SEED, _NUM_CTX, _NUM_PREDICT = 0, 8192, 64
 
 FAILURE_MODES_TEXT = """\
 The four failure modes, least to most severe: off_by_pixels (the point is just outside
@@ -31,20 +31,28 @@ def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> 
     p.add_argument(model_flag, dest="judge_model",
                    help="the judge model: an Ollama tag (default: the study's [judge] ollama_model, else "
                    "gemma4:31b), or for --judge openai the served model's name (default: [judge] openai_model)")
-    p.add_argument("--seed", type=int, default=_SEED, help="generation seed; attempt k uses seed + k - 1")
-    p.add_argument("--num-ctx", type=int, default=_NUM_CTX, help="context size in tokens")
-    p.add_argument("--num-predict", type=int, default=_NUM_PREDICT, help="reply length cap in tokens")
+    p.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"], help="generation seed; attempt k uses seed + k - 1")
+    p.add_argument("--num-ctx", type=int, default=DEFAULT_OPTIONS["num_ctx"], help="context size in tokens")
+    p.add_argument("--num-predict", type=int, default=DEFAULT_OPTIONS["num_predict"], help="reply length cap in tokens")
     p.add_argument("--timeout", type=float, default=300.0, help="HTTP timeout per request, seconds")
     p.add_argument("--transport-retries", type=int, default=6,
                    help="retries of one request after a transport failure (server error, timeout, dropped connection)")
     p.add_argument("--no-schema", action="store_true", help="do not send the structured-output schema")
 
 
+COMMANDS: dict[str, str] = {
+    "judge": "label every miss in a study's records with a failure mode (oracle or a model judge)",
+    "judge-one": "judge one miss with an Ollama judge and print JSON",
+    "judge-agreement": "compare a judge's labels with the oracle's on the same misses",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``judge``, ``judge-one`` and ``judge-agreement`` subcommands."""
     p = add_command(
         subparsers, "judge",
-        help="label every miss in a study's records with a failure mode (oracle or a model judge)",
+        help=COMMANDS["judge"],
         description=f"""\
 Label every miss in a study's records with a failure mode. The oracle judge reads
 the suite's scene graph (exact, no model needed); a model judge (--judge ollama, or
@@ -80,7 +88,7 @@ to fill them in).""",
 
     o = add_command(
         subparsers, "judge-one",
-        help="judge one miss with an Ollama judge and print JSON",
+        help=COMMANDS["judge-one"],
         description=f"""\
 Judge one miss: draw the image with the target in green and the point in red, ask the
 Ollama judge for exactly one failure-mode label (up to five attempts) and print JSON:
@@ -113,7 +121,7 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
 
     a = add_command(
         subparsers, "judge-agreement",
-        help="compare a judge's labels with the oracle's on the same misses",
+        help=COMMANDS["judge-agreement"],
         description="""\
 Compare every judge besides the oracle (or the one named by --judge) with the oracle,
 over the misses both labeled: confusion matrix, per-label precision and recall,
@@ -183,6 +191,8 @@ def _judge(args: argparse.Namespace) -> int:
     from pointfail.judge.stage import StageBusy, judge_study
     from pointfail.records import RecordError
 
+    from pathlib import Path
+
     root = Path(args.records_dir)
     if not root.is_dir():
         print(f"pointfail judge: not a directory: {root}", file=sys.stderr)
@@ -242,6 +252,8 @@ def _judge(args: argparse.Namespace) -> int:
         return 1
     d = report.to_dict()
     if args.json:
+        import json
+
         print(json.dumps(d, sort_keys=True, indent=2))
     else:
         print(
@@ -293,6 +305,8 @@ def _judge_one(args: argparse.Namespace) -> int:
     scale = (w, h) if args.normalized else (1, 1)
     point_norm = [args.point[0] * scale[0] / w, args.point[1] * scale[1] / h]
     if args.mask:
+        from pathlib import Path
+
         target = Target(kind="mask", mask_path=str(Path(args.mask).resolve()))
     else:
         x0, y0, x1, y1 = args.box
@@ -320,6 +334,8 @@ def _judge_one(args: argparse.Namespace) -> int:
         "point_px": [point_norm[0] * w, point_norm[1] * h],
         "image_size": [w, h],
     }
+    import json
+
     print(json.dumps(out, sort_keys=True, indent=2, ensure_ascii=False))
     return 3 if j.status == "judge_unavailable" else 0
 
@@ -337,6 +353,8 @@ def _agreement(args: argparse.Namespace) -> int:
         print("pointfail judge-agreement: no judge besides the oracle in these records", file=sys.stderr)
         return 1
     if args.json:
+        import json
+
         print(json.dumps(report, sort_keys=True, indent=2))
     else:
         sys.stdout.write(format_text(report))

@@ -11,12 +11,13 @@ get the target only. Output: ``--out`` is the file for a single id, otherwise a 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing, json and pathlib are imported when the command runs, not by ``pointfail --help``
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from PIL import Image
 
 CATEGORY_COLORS: tuple[tuple[int, int, int], ...] = (
@@ -39,6 +40,8 @@ def load_rows(suite_dir: Path) -> dict[str, dict[str, Any]]:
     Raises:
         ShowError: the file is missing or a line is not a JSON object with an ``id`` (names the line).
     """
+    import json
+
     p = suite_dir / "data" / "test" / "metadata.jsonl"
     if not p.is_file():
         raise ShowError(f"{p} not found: not a suite in the PointerBench layout")
@@ -69,6 +72,8 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     Raises:
         ShowError: the image or the scene graph named by the row cannot be read.
     """
+    import json
+
     from PIL import Image, ImageDraw, ImageFont
 
     test_dir = suite_dir / "data" / "test"
@@ -130,11 +135,17 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     return canvas
 
 
+COMMANDS: dict[str, str] = {
+    "show": "draw a suite sample with its target and scene graph",
+}
+"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail show``."""
     from pointfail.commands._help import add_command
 
-    p = add_command(subparsers, "show", help="draw a suite sample with its target and scene graph",
+    p = add_command(subparsers, "show", help=COMMANDS["show"],
                     description="""\
 Draw one or more samples of a suite (any directory in PointerBench's layout) for a
 person to look at: the screenshot with every scene-graph element outlined (one colour
@@ -155,6 +166,8 @@ graph get the target only.
 
 def run(args: argparse.Namespace) -> int:
     """Write one PNG per requested id; returns 0, or 1 naming an unknown id or unreadable file."""
+    from pathlib import Path
+
     suite_dir = Path(args.suite_dir)
     try:
         rows = load_rows(suite_dir)

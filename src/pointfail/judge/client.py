@@ -42,19 +42,8 @@ from typing import Any, Optional, Union
 
 from pointfail.judge.miss import Miss
 from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
+from pointfail.judge.settings import DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_OPTIONS
 from pointfail.records import JudgeAttempt, Judgment
-
-DEFAULT_MODEL = "gemma4:31b"
-"""The judge model's Ollama tag. The study names "Gemma 4 in its 32B variant"; the released dense
-model is Gemma 4 31B, published in the Ollama library as ``gemma4:31b`` (Ollama >= 0.20.0)."""
-
-DEFAULT_HOST = "http://127.0.0.1:11434"
-"""Used when neither an explicit host nor ``OLLAMA_HOST`` is given (Ollama's default port)."""
-
-DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0.0, "seed": 0, "num_ctx": 8192, "num_predict": 64}
-"""Fixed generation options: greedy decoding, a fixed seed, a context of 8192 tokens (the prompt plus
-one image of at most 1120 tokens fits), and a cap of 64 output tokens (one label, or a short sentence)."""
-
 
 def resolve_host(host: Optional[str] = None) -> str:
     """The judge host: ``host`` if given, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""

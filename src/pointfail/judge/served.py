@@ -21,10 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from pointfail.judge.settings import DEFAULT_OPTIONS as OLLAMA_OPTIONS
 from pointfail.judge.client import ChatJudge, ServerInfo, _Counter, _Down
 from pointfail.judge.protocol import LABEL_SCHEMA
 
-DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0.0, "seed": 0, "max_tokens": 64}
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "temperature": OLLAMA_OPTIONS["temperature"],
+    "seed": OLLAMA_OPTIONS["seed"],
+    "max_tokens": OLLAMA_OPTIONS["num_predict"],
+}
 """Greedy decoding, a fixed seed (attempt ``k`` sends ``seed + k - 1``), 64 output tokens (the Ollama
 judge's ``num_predict``)."""
 
