@@ -424,7 +424,6 @@ def test_nfc_and_nfd_names_are_one_file(tmp_path):
 
 
 def test_suite_from_the_real_generator(tmp_path):
-    pytest.importorskip("pointfail.suites.text")
     from pointfail.cli import main
 
     out = tmp_path / "text"

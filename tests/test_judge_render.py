@@ -100,7 +100,6 @@ def test_array_target_and_errors(noise_image):
 
 
 def test_mask_target_through_geometry(noise_image, tmp_path):
-    pytest.importorskip("pointfail.geometry")
     path, orig = noise_image
     m = np.zeros((120, 160), np.uint8)
     m[50:60, 70:80] = 255

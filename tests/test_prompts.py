@@ -146,7 +146,7 @@ def test_build_prompt_empty_after_stripping():
 
 
 def test_build_prompt_with_real_families():
-    fam = pytest.importorskip("pointfail.families")
+    import pointfail.families as fam
     s = _sample("<image>\nthe mug on the left. " + ROBOPOINT)
     jp = build_prompt("json_pixels", s)
     assert jp.core == "the mug on the left."

@@ -195,7 +195,6 @@ def test_the_frame_is_declared_never_guessed(tmp_path, pointerbench_dir, capsys)
 
 def test_generated_suite_reference_points_hit(tmp_path):
     """A suite written by the real generator scores through the same command."""
-    pytest.importorskip("pointfail.suites.sheets")
     out = tmp_path / "sheets"
     assert main(["generate", "sheets", "--n", "2", "--seed", "3", "--out", str(out)]) == 0
     gt = [json.loads(line) for line in (out / "data" / "test" / "metadata.jsonl").read_text(encoding="utf-8").splitlines()]

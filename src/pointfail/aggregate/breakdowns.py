@@ -71,8 +71,8 @@ def area_quartiles(areas: Mapping[K, float]) -> tuple[dict[K, int], list[tuple[i
     :func:`area_quartile` under the :func:`area_thresholds` of all the samples.
 
     >>> assign, ranges = area_quartiles({"a": 10, "b": 20, "c": 30, "d": 40, "e": 40})
-    >>> assign["a"], assign["e"], ranges
-    (1, 4, [(1, 10.0, 10.0), (2, 20.0, 20.0), (3, 30.0, 30.0), (4, 40.0, 40.0)])
+    >>> assign["a"], assign["e"], ranges  # N = 5: q1 = s[1] = 20, q2 = s[2] = 30, q3 = s[3] = 40
+    (1, 3, [(1, 10.0, 20.0), (2, 30.0, 30.0), (3, 40.0, 40.0)])
 
     Returns:
         ``({sample_id: quartile}, [(quartile, min_area, max_area), ...])``, both empty for no samples.
