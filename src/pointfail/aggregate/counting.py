@@ -36,6 +36,7 @@ from pointfail.records import FAILURE_MODES
 
 __all__ = [
     "JUDGE_APART",
+    "miss_segment",
     "OUTCOME_CODES",
     "Cell",
     "Counts",
@@ -98,6 +99,20 @@ class OutcomeCounts:
         self.error += o.error
 
 
+def miss_segment(r: Row) -> str:
+    """Where a miss counts in the failure composition (and the failure profile's bars): its failure
+    mode (:data:`~pointfail.records.FAILURE_MODES`) when the primary judge labeled it, else the
+    :data:`JUDGE_APART` key: ``malformed_box`` for a point answer to a box task (whatever the judge
+    said), the judge's status (``unlabeled``, ``judge_unavailable``), or ``pending``.
+
+    The one rule: :class:`Cell` counts by it and the failure browser's list filters by it."""
+    if r.point_answer_to_box_task:
+        return "malformed_box"
+    if r.judge_status == "labeled" and r.label in FAILURE_MODES:
+        return r.label
+    return r.judge_status if r.judge_status in JUDGE_APART else "pending"
+
+
 class Cell(OutcomeCounts):
     """Counts for one cell: outcomes, failure modes of labeled misses (``modes``, in
     :data:`~pointfail.records.FAILURE_MODES` order) and misses counted apart (``apart``, in
@@ -119,12 +134,11 @@ class Cell(OutcomeCounts):
         """Count one row."""
         self.add_outcome(r.outcome)
         if r.outcome == "miss":
-            if r.point_answer_to_box_task:
-                self.apart["malformed_box"] += 1
-            elif r.judge_status == "labeled" and r.label in self.modes:
-                self.modes[r.label] += 1
+            k = miss_segment(r)
+            if k in self.modes:
+                self.modes[k] += 1
             else:
-                self.apart[r.judge_status if r.judge_status in self.apart else "pending"] += 1
+                self.apart[k] += 1
 
     def merge(self, o: "OutcomeCounts") -> None:
         """Add another cell's counts."""

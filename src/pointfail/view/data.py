@@ -6,7 +6,8 @@ Facets (the sample list's filters), each from the record's own fields:
 ======================= =====================================================================================
 ``model``, ``benchmark``  ``Record.model``, ``Record.benchmark``
 ``outcome``              ``Record.outcome`` (``hit``, ``miss``, ``no_prediction``, ``error``)
-``mode``                 the primary judge's failure mode of a labeled miss (``Record.failure_mode``), else none
+``mode``                 the failure mode a labeled miss counts under in the failure composition (none for a
+                         point answer to a box task: ``malformed_box``), else none
 ``judge``                the primary judge's status of a miss (``labeled``, ``unlabeled``,
                          ``judge_unavailable``, ``pending``: a miss without a judgment), none for other outcomes
 ``category``/``language``  ``Record.metadata["category"]`` / ``["language"]`` when the benchmark tags them
@@ -19,16 +20,16 @@ Facets (the sample list's filters), each from the record's own fields:
 ======================= =====================================================================================
 
 The bar segment of a record (:func:`segment`) is the failure profile's: ``hit``, one of the four
-failure modes, ``unlabeled``, ``judge_unavailable``, ``pending``, ``no_prediction``, or ``error`` (not
-in any bar). Its counts are the failure-composition table's, counted by the same rule as
-``aggregate`` (a miss counts under its label only when the judge's status is ``labeled``).
+failure modes, ``malformed_box``, ``unlabeled``, ``judge_unavailable``, ``pending``, ``no_prediction``, or ``error`` (not
+in any bar). Its counts are the failure-composition table's, by the same function
+(:func:`pointfail.aggregate.counting.miss_segment`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from pointfail.records import FAILURE_MODES, Record
+from pointfail.records import Record
 
 __all__ = ["ACROSS", "ACROSS_LABELS", "OUTCOME_ORDER", "JUDGE_STATES", "segment", "judge_state", "raw_spans", "annotation_json", "utf16_offsets"]
 
@@ -49,14 +50,16 @@ def judge_state(rec: Record) -> Optional[str]:
 
 
 def segment(rec: Record) -> str:
-    """The failure-profile segment of a record (module docstring)."""
+    """The failure-profile segment of a record (module docstring): its outcome unless it is a miss,
+    else where the failure-composition table counts the miss
+    (:func:`pointfail.aggregate.counting.miss_segment`: a failure mode, ``malformed_box`` for a point
+    answer to a box task, or the judge's status)."""
     if rec.outcome != "miss":  # hit, no_prediction, error (or an outcome a newer pointfail writes)
         return rec.outcome
-    state = judge_state(rec)
-    label = rec.judge.label if rec.judge is not None else None
-    if state == "labeled" and label in FAILURE_MODES:
-        return label
-    return state if state in JUDGE_STATES[1:] else "pending"
+    from pointfail.aggregate.counting import miss_segment
+    from pointfail.aggregate.rows import row_from_record
+
+    return miss_segment(row_from_record(rec))
 
 
 def utf16_offsets(text: str, spans: list[tuple[int, int]]) -> list[list[int]]:
