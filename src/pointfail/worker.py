@@ -3,7 +3,12 @@
 Command line (the contract in ``docs/architecture.md``)::
 
     python -m pointfail.worker --family F --weights DIR --requests FILE --responses FILE
-        [--batch-size N] [--device auto|cpu|cuda] [--max-new-tokens N] [--revision SHA]
+        [--requests FILE --responses FILE ...] [--batch-size N] [--device auto|cpu|cuda]
+        [--max-new-tokens N] [--revision SHA]
+
+Several ``--requests``/``--responses`` pairs are answered in order by one process with one model
+load (a shard's cells: one container per model runs all of its cells); when every request of every
+pair is already answered, no model is loaded at all.
 
 Requests, one JSON object per line (written by the runner)::
 
@@ -349,8 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Run one model family over a requests JSONL, appending responses.")
     p.add_argument("--family", required=True, help="family name (pointfail families)")
     p.add_argument("--weights", default=None, help="weights directory (read-only; not needed for center/ocr)")
-    p.add_argument("--requests", required=True, help="requests JSONL")
-    p.add_argument("--responses", required=True, help="responses JSONL (appended, resumed)")
+    p.add_argument("--requests", required=True, action="append",
+                   help="requests JSONL; repeat --requests/--responses for several pairs (one model load)")
+    p.add_argument("--responses", required=True, action="append",
+                   help="responses JSONL (appended, resumed); one per --requests, in the same order")
     p.add_argument("--batch-size", type=int, default=1, help="samples per generate() call (default 1)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="auto: cuda when available, else cpu")
@@ -374,20 +381,31 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         if args.batch_size < 1:
             raise WorkerError(f"--batch-size must be >= 1, got {args.batch_size}")
-        read_requests(args.requests, args.max_new_tokens)  # fail fast, before loading a model
+        if len(args.requests) != len(args.responses):
+            raise WorkerError(f"{len(args.requests)} --requests but {len(args.responses)} --responses: give them "
+                              "in pairs")
+        pairs = list(zip(args.requests, args.responses))
+        todo = 0
+        for req, resp in pairs:  # fail fast, before loading a model; no model load when all is answered
+            ids = {r.sample_id for r in read_requests(req, args.max_new_tokens)}
+            todo += len(ids - answered_ids(resp))
+        if not todo:
+            log.info("every request of %d pair(s) is already answered; no model loaded", len(pairs))
+            return EXIT_OK
         options = {"revision": args.revision} if args.revision else {}
         if args.weights_manifest:
             options["weights_manifest"] = args.weights_manifest
         t0 = time.perf_counter()
         backend = load_backend(args.family, args.weights, args.device, **options)
         log.info("loaded family %s (%s) in %.1f s", args.family, getattr(backend, "name", "?"), time.perf_counter() - t0)
-        s = run_worker(backend, args.requests, args.responses, batch_size=args.batch_size,
-                       default_max_new_tokens=args.max_new_tokens)
+        for req, resp in pairs:
+            s = run_worker(backend, req, resp, batch_size=args.batch_size,
+                           default_max_new_tokens=args.max_new_tokens)
+            log.info("finished %s: %d requests, %d skipped, %d answered, %d errors, %d batches, %.1f s",
+                     req, s.total, s.skipped, s.answered, s.errors, s.batches, s.seconds)
     except WorkerError as e:
         log.error("infrastructure failure: %s", e)
         return EXIT_INFRA
-    log.info("finished: %d requests, %d skipped, %d answered, %d errors, %d batches, %.1f s",
-             s.total, s.skipped, s.answered, s.errors, s.batches, s.seconds)
     return EXIT_OK
 
 

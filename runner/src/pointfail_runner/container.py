@@ -114,6 +114,14 @@ class JobPaths:
     def responses(self) -> Path:
         return self.root / "out" / "responses.jsonl"
 
+    def cell_requests(self, cell: str) -> Path:
+        """``requests/<cell>.jsonl``: the requests of one cell of a multi-cell job (a shard)."""
+        return self.requests_dir / f"{cell}.jsonl"
+
+    def cell_responses(self, cell: str) -> Path:
+        """``out/<cell>.jsonl``: the responses of one cell of a multi-cell job."""
+        return self.out / f"{cell}.jsonl"
+
 
 @dataclass
 class JobResult:
@@ -223,7 +231,8 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         os.close(fd)
 
 
-def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path]) -> tuple[list[dict], dict[str, str]]:
+def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path],
+                 subdir: Optional[str] = None) -> tuple[list[dict], dict[str, str]]:
     """Put each request's image into ``paths.images`` as ``<n><suffix>`` and point the request at
     ``/images/<n><suffix>``. ``n`` is the request's position, ``suffix`` its image's suffix when it is
     an image suffix (``.png``, ``.jpg``, ...), else ``.img``.
@@ -231,6 +240,8 @@ def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path
     Args:
         requests: request dicts whose ``image`` is a path on the host.
         data_root: when given, every image's resolved path must be inside it.
+        subdir: stage into ``images/<subdir>/`` (``/images/<subdir>/<n><suffix>``) instead, replacing
+            only that folder: one per cell of a multi-cell job (a name from the study, an identifier).
 
     Returns:
         ``(staged_requests, errors)``: the requests that can run, and ``{sample_id: reason}`` for
@@ -238,9 +249,10 @@ def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path
     """
     from pointfail.safeio import UnsafeFileError
 
-    if paths.images.exists():
-        shutil.rmtree(paths.images)  # runner-owned, never mounted writable; rmtree does not follow links
-    paths.images.mkdir(mode=0o755)
+    dest, mount = (paths.images / subdir, f"{IMAGES_MOUNT}/{subdir}") if subdir else (paths.images, IMAGES_MOUNT)
+    if dest.exists():
+        shutil.rmtree(dest)  # runner-owned, never mounted writable; rmtree does not follow links
+    dest.mkdir(mode=0o755)
     root = Path(data_root).resolve() if data_root is not None else None
     staged, errors = [], {}
     for i, r in enumerate(requests):
@@ -251,11 +263,11 @@ def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path
         suffix = src.suffix.lower() if src.suffix.lower() in IMAGE_SUFFIXES else ".img"
         name = f"{i:06d}{suffix}"
         try:
-            _link_or_copy(src, paths.images / name)
+            _link_or_copy(src, dest / name)
         except (OSError, UnsafeFileError) as e:
             errors[r["sample_id"]] = f"image {r['image']} cannot be staged: {e}"
             continue
-        staged.append({**r, "image": f"{IMAGES_MOUNT}/{name}"})
+        staged.append({**r, "image": f"{mount}/{name}"})
     return staged, errors
 
 
@@ -431,11 +443,13 @@ def hardened_kwargs(*, mem_limit: str, pids_limit: int = 512, tmpfs: Optional[di
 
 
 def container_kwargs(*, family: str, job_dir: Path, weights_dir: Optional[Path] = None, batch_size: int = 1,
-                     mem_limit: str = "8g", gpu: bool = False, extra_args: Iterable[str] = ()) -> dict:
+                     mem_limit: str = "8g", gpu: Union[bool, list[str]] = False, extra_args: Iterable[str] = (),
+                     command: Optional[list[str]] = None) -> dict:
     """The ``client.containers.create`` keyword arguments for one model job: the mounts of the
     module docstring (``out/`` at ``/job`` read-write; ``requests.jsonl``'s folder at ``/requests``,
     ``images/`` at ``/images`` and the weights at ``/weights``, all read-only) and the worker command
-    line of ``docs/architecture.md``."""
+    line of ``docs/architecture.md`` (``command`` replaces it: a shard's several request/response
+    pairs). ``gpu``: every GPU when true, or the listed device ids (those a scheduler allocated)."""
     from docker.types import DeviceRequest
 
     paths = JobPaths(Path(job_dir).resolve())
@@ -444,9 +458,10 @@ def container_kwargs(*, family: str, job_dir: Path, weights_dir: Optional[Path] 
                str(paths.requests_dir): {"bind": REQUESTS_MOUNT, "mode": "ro"},
                str(paths.images): {"bind": IMAGES_MOUNT, "mode": "ro"},
                str(weights): {"bind": WEIGHTS_MOUNT, "mode": "ro"}}
-    command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{REQUESTS_MOUNT}/requests.jsonl",
-               "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
-               "--device", "cuda" if gpu else "cpu", *extra_args]
+    if command is None:
+        command = ["--family", family, "--weights", WEIGHTS_MOUNT, "--requests", f"{REQUESTS_MOUNT}/requests.jsonl",
+                   "--responses", f"{JOB_MOUNT}/responses.jsonl", "--batch-size", str(batch_size),
+                   "--device", "cuda" if gpu else "cpu", *extra_args]
     kwargs = dict(
         **hardened_kwargs(mem_limit=mem_limit),
         command=command, volumes=volumes,
@@ -455,7 +470,9 @@ def container_kwargs(*, family: str, job_dir: Path, weights_dir: Optional[Path] 
         labels={"org.pointfail.job": str(paths.root), "org.pointfail.family": family},
         name=f"pointfail-{family}-{uuid.uuid4().hex[:8]}",
     )
-    if gpu:
+    if isinstance(gpu, list) and gpu:
+        kwargs["device_requests"] = [DeviceRequest(device_ids=list(gpu), capabilities=[["gpu"]])]
+    elif gpu is True:
         kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     return kwargs
 
@@ -494,6 +511,218 @@ class _Progress:
         return new
 
 
+@dataclass
+class StagedJob:
+    """What staging a job folder did: ``wanted`` (per cell file, the sample ids requested), ``pending``
+    (requests written, not yet answered), ``skipped`` (answered before), ``problems`` (samples
+    answered with an error by the runner because their image could not be staged)."""
+
+    paths: JobPaths
+    wanted: dict[str, set[str]] = field(default_factory=dict)
+    pending: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _stage(paths: JobPaths, cells: list[tuple[Path, Path, list[dict], Optional[Path], Optional[str]]]) -> StagedJob:
+    """Stage each cell ``(requests file, responses file, requests, data root, image subfolder)`` of a
+    locked job folder: skip answered samples, stage the images, answer unstageable samples with an
+    error response, write the pending requests atomically (an empty file when none)."""
+    from pointfail.jobs import JobFileError, JobRequest, ResponseWriter, error_response, write_requests
+
+    job = StagedJob(paths)
+    for req_file, resp_file, requests, data_root, subdir in cells:
+        try:
+            before = answered_ids(resp_file)
+        except JobFileError as e:
+            raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        wanted = {r["sample_id"] for r in requests}
+        job.wanted[resp_file.name] = wanted
+        pending = [r for r in requests if r["sample_id"] not in before]
+        job.skipped += len(wanted & before)
+        staged, stage_errors = stage_images(pending, paths, data_root, subdir) if pending else ([], {})
+        job.problems += [f"{sid}: {why}" for sid, why in sorted(stage_errors.items())]
+        if stage_errors:
+            try:  # answered here, by the runner, before the container runs: nothing is lost
+                with ResponseWriter(resp_file) as w:
+                    for sid, why in sorted(stage_errors.items()):
+                        w.write(error_response(sid, why))
+            except JobFileError as e:
+                raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        write_requests(req_file, [JobRequest.model_validate(r) for r in staged])
+        job.pending += len(staged)
+    return job
+
+
+def stage_weights_manifest(paths: JobPaths, manifest: Path) -> list[str]:
+    """Copy a weights manifest (the sha256 of every file a remote-code family may import) beside the
+    requests, where the container reads it, and return the worker's ``--weights-manifest`` arguments."""
+    from pointfail.safeio import atomic_write_bytes, read_regular_file
+
+    atomic_write_bytes(paths.requests_dir / "weights.manifest.json", read_regular_file(manifest, 16 << 20))
+    return ["--weights-manifest", f"{REQUESTS_MOUNT}/weights.manifest.json"]
+
+
+def stage_cells(job_dir: Path, cells: dict[str, list[dict]], data_roots: dict[str, Path]) -> StagedJob:
+    """Stage a multi-cell job folder (a shard): for each cell, ``requests/<cell>.jsonl`` holds the
+    requests not yet answered in ``out/<cell>.jsonl``, their images staged into ``images/<cell>/``
+    after checking that each resolves inside ``data_roots[cell]``. Cell names are identifiers
+    (benchmark names). Holds the job's lock while staging.
+
+    Raises:
+        ContainerFailed: a runner-owned path is a symlink, or a responses file is not a regular file.
+        pointfail.jobs.JobBusy: another runner holds this job's lock.
+    """
+    from pointfail.jobs import JobLock
+
+    paths = prepare_job_dir(Path(job_dir).resolve())
+    with JobLock(paths.lock, "job"):
+        return _stage(paths, [(paths.cell_requests(c), paths.cell_responses(c), reqs, data_roots.get(c), c)
+                              for c, reqs in cells.items()])
+
+
+def _check_weights(weights_dir: Optional[Path], fix_permissions: bool, weights_root: Optional[Path],
+                   log: Callable[[str], None]) -> None:
+    if weights_dir is None or os.getuid() != 0:  # the container runs as 10001: weights must be readable
+        return
+    bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
+    if bad is not None and fix_permissions:
+        try:
+            n = grant_read(Path(weights_dir), allowed_root=weights_root)
+        except ValueError as e:
+            raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        log(f"[run] made {n} entries of {weights_dir} readable by others (o+rX) for the container user")
+        bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
+    if bad is not None:
+        raise ContainerFailed(f"{bad} is not readable by the container user {CONTAINER_UID} "
+                              f"(make it world-readable: chmod -R o+rX {weights_dir})", exit_code=None,
+                              timed_out=False, log_tail=[])
+
+
+def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobPaths,
+                   wanted: dict[Path, set[str]], wall_clock_s: float, progress: bool,
+                   log: Callable[[str], None], on_progress: Optional[Callable[[int, object], None]],
+                   skipped: int) -> JobResult:
+    """Create, start and watch one model container over a staged, locked job folder: stream its log,
+    count answered samples across ``wanted`` (responses file -> requested ids), kill it at the wall
+    clock, always remove it. Raises :class:`ContainerFailed` for a non-zero exit or a kill."""
+    from docker.errors import APIError, NotFound
+    from tqdm import tqdm
+
+    from pointfail.jobs import JobFileError
+
+    total = sum(len(v) for v in wanted.values())
+    progs = [_Progress(f, ids) for f, ids in wanted.items()]
+    t0 = time.monotonic()
+    container = None
+    timed_out = False
+    exit_code: Optional[int] = None
+    settings: dict = {}
+    image_id = None
+    bar = tqdm(total=total + skipped, initial=skipped, unit="sample", desc=family, disable=not progress,
+               dynamic_ncols=True)
+    echo = (lambda line: tqdm.write(f"[{family}] {line}")) if progress else (lambda line: log(f"[{family}] {line}"))
+    sink = _LogSink(paths.log, echo)
+    try:
+        try:
+            container = client.containers.create(image, **kwargs)
+            container.start()
+        except APIError as e:
+            raise ContainerFailed(f"could not start {image}: {e}", exit_code=None, timed_out=False,
+                                  log_tail=[]) from e
+        container.reload()
+        image_id = container.image.id
+        settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
+
+        def _stream() -> None:
+            try:
+                for chunk in container.logs(stream=True, follow=True):
+                    sink.feed(chunk)
+            except (APIError, NotFound, OSError, ValueError):
+                return
+
+        streamer = threading.Thread(target=_stream, daemon=True)
+        streamer.start()
+        deadline = t0 + wall_clock_s
+        while True:
+            bar.update(sum(p.poll() for p in progs))
+            if on_progress is not None:
+                on_progress(sum(len(p.done) for p in progs), container)
+            container.reload()
+            if container.status in ("exited", "dead"):
+                exit_code = container.attrs["State"]["ExitCode"]
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                container.kill()
+                exit_code = None
+                break
+            time.sleep(0.25)
+        streamer.join(timeout=5)
+        bar.update(sum(p.poll() for p in progs))
+    finally:
+        bar.close()
+        sink.close()
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except NotFound:
+                pass
+    seconds = round(time.monotonic() - t0, 3)
+    tail = list(sink.tail)[-20:]
+    try:
+        answered = sum(len(answered_ids(f) & ids) for f, ids in wanted.items())
+    except JobFileError as e:
+        raise ContainerFailed(f"{family}: {e}", exit_code=exit_code, timed_out=timed_out, log_tail=tail) from None
+    where = paths.out if len(wanted) > 1 else next(iter(wanted))
+    if timed_out:
+        raise ContainerFailed(f"{family}: killed at the wall-clock limit of {wall_clock_s:.0f} s "
+                              f"({answered}/{total} answered; responses kept in {where})",
+                              exit_code=None, timed_out=True, log_tail=tail)
+    if exit_code != 0:
+        raise ContainerFailed(f"{family}: container exited with {exit_code} "
+                              f"({answered}/{total} answered; responses kept in {where})",
+                              exit_code=exit_code, timed_out=False, log_tail=tail)
+    return JobResult(total + skipped, answered + skipped, skipped, exit_code, seconds, image_id, settings)
+
+
+def run_staged(client, image: str, *, family: str, job_dir: Path, cells: dict[str, set[str]], command: list[str],
+               weights_dir: Optional[Path] = None, mem_limit: str = "8g", wall_clock_s: float = 3600.0,
+               gpu: Union[bool, list[str]] = False, progress: bool = False, log: Callable[[str], None] = print,
+               on_progress: Optional[Callable[[int, object], None]] = None) -> JobResult:
+    """Run ``image`` once over every cell of a job folder staged by :func:`stage_cells` (one
+    container, one model load: ``command`` is the worker's argument list with one request/response
+    pair per cell). ``cells`` maps each cell to the sample ids it must answer; when every one is
+    answered already no container starts.
+
+    Raises:
+        ContainerFailed: as :func:`run_job`.
+        pointfail.jobs.JobBusy: another runner holds this job's lock.
+    """
+    from pointfail.jobs import JobFileError, JobLock
+
+    paths = prepare_job_dir(Path(job_dir).resolve())
+    with JobLock(paths.lock, "job"):
+        wanted: dict[Path, set[str]] = {}
+        skipped = 0
+        try:
+            for c, ids in cells.items():
+                done = answered_ids(paths.cell_responses(c)) & ids
+                skipped += len(done)
+                wanted[paths.cell_responses(c)] = ids - done
+        except JobFileError as e:
+            raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
+        if not any(wanted.values()):
+            log(f"[run] {family}: every staged sample of {paths.root} is answered; no container started")
+            return JobResult(skipped, skipped, skipped, 0, 0.0)
+        _check_weights(weights_dir, False, None, log)
+        kwargs = container_kwargs(family=family, job_dir=paths.root, weights_dir=weights_dir, mem_limit=mem_limit,
+                                  gpu=gpu, command=command)
+        return _run_container(client, image, kwargs, family=family, paths=paths, wanted=wanted,
+                              wall_clock_s=wall_clock_s, progress=progress, log=log, on_progress=on_progress,
+                              skipped=skipped)
+
+
 def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[dict],
             weights_dir: Optional[Path] = None, data_root: Optional[Path] = None, batch_size: int = 1,
             mem_limit: str = "8g", wall_clock_s: float = 3600.0, gpu: Optional[bool] = None,
@@ -529,127 +758,27 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             responses file is a symlink / not a regular file.
         pointfail.jobs.JobBusy: another runner holds this job's lock.
     """
-    from docker.errors import APIError, NotFound
-    from tqdm import tqdm
-
-    from pointfail.jobs import JobFileError, JobLock, JobRequest, ResponseWriter, error_response, write_requests
+    from pointfail.jobs import JobLock
 
     paths = prepare_job_dir(Path(job_dir).resolve())
     with JobLock(paths.lock, "job"):
-        try:
-            before = answered_ids(paths.responses)
-        except JobFileError as e:
-            raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
-        wanted = {r["sample_id"] for r in requests}
-        pending = [r for r in requests if r["sample_id"] not in before]
-        skipped = len(wanted & before)
-        if not pending:
-            log(f"[run] {family}: all {len(wanted)} samples already answered in {paths.responses}; "
-                "no container started")
-            return JobResult(len(wanted), len(wanted & before), skipped, 0, 0.0)
-        staged, stage_errors = stage_images(pending, paths, data_root)
-        problems = [f"{sid}: {why}" for sid, why in sorted(stage_errors.items())]
-        if stage_errors:
-            try:  # answered here, by the runner, before the container runs: nothing is lost
-                with ResponseWriter(paths.responses) as w:
-                    for sid, why in sorted(stage_errors.items()):
-                        w.write(error_response(sid, why))
-            except JobFileError as e:
-                raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
-        if not staged:
-            answered = len(answered_ids(paths.responses) & wanted)
-            return JobResult(len(wanted), answered, skipped, 0, 0.0, problems=problems)
-        write_requests(paths.requests,
-                       [JobRequest.model_validate(r) for r in staged])
+        staged = _stage(paths, [(paths.requests, paths.responses, requests, data_root, None)])
+        wanted_ids = staged.wanted[paths.responses.name]
+        if not staged.pending:
+            answered = len(answered_ids(paths.responses) & wanted_ids)
+            if not staged.problems:
+                log(f"[run] {family}: all {len(wanted_ids)} samples already answered in {paths.responses}; "
+                    "no container started")
+            return JobResult(len(wanted_ids), answered, staged.skipped, 0, 0.0, problems=staged.problems)
         if weights_manifest is not None:
-            from pointfail.safeio import atomic_write_bytes, read_regular_file
-
-            atomic_write_bytes(paths.requests_dir / "weights.manifest.json", read_regular_file(weights_manifest, 16 << 20))
-            extra_args = [*extra_args, "--weights-manifest", f"{REQUESTS_MOUNT}/weights.manifest.json"]
-        if weights_dir is not None and os.getuid() == 0:  # the container runs as 10001: weights must be readable
-            bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
-            if bad is not None and fix_permissions:
-                try:
-                    n = grant_read(Path(weights_dir), allowed_root=weights_root)
-                except ValueError as e:
-                    raise ContainerFailed(str(e), exit_code=None, timed_out=False, log_tail=[]) from None
-                log(f"[run] made {n} entries of {weights_dir} readable by others (o+rX) for the container user")
-                bad = unreadable_by(Path(weights_dir), CONTAINER_UID, CONTAINER_UID)
-            if bad is not None:
-                raise ContainerFailed(f"{bad} is not readable by the container user {CONTAINER_UID} "
-                                      f"(make it world-readable: chmod -R o+rX {weights_dir})", exit_code=None,
-                                      timed_out=False, log_tail=[])
+            extra_args = [*extra_args, *stage_weights_manifest(paths, weights_manifest)]
+        _check_weights(weights_dir, fix_permissions, weights_root, log)
         use_gpu = host_has_gpu() if gpu is None else gpu
         kwargs = container_kwargs(family=family, job_dir=paths.root, weights_dir=weights_dir, batch_size=batch_size,
                                   mem_limit=mem_limit, gpu=use_gpu, extra_args=extra_args)
-        t0 = time.monotonic()
-        container = None
-        timed_out = False
-        exit_code: Optional[int] = None
-        settings: dict = {}
-        image_id = None
-        prog = _Progress(paths.responses, {r["sample_id"] for r in staged})
-        bar = tqdm(total=len(wanted), initial=len(wanted) - len(staged), unit="sample", desc=family,
-                   disable=not progress, dynamic_ncols=True)
-        echo = (lambda line: tqdm.write(f"[{family}] {line}")) if progress else (lambda line: log(f"[{family}] {line}"))
-        sink = _LogSink(paths.log, echo)
-        try:
-            try:
-                container = client.containers.create(image, **kwargs)
-                container.start()
-            except APIError as e:
-                raise ContainerFailed(f"could not start {image}: {e}", exit_code=None, timed_out=False,
-                                      log_tail=[]) from e
-            container.reload()
-            image_id = container.image.id
-            settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
-
-            def _stream() -> None:
-                try:
-                    for chunk in container.logs(stream=True, follow=True):
-                        sink.feed(chunk)
-                except (APIError, NotFound, OSError, ValueError):
-                    return
-
-            streamer = threading.Thread(target=_stream, daemon=True)
-            streamer.start()
-            deadline = t0 + wall_clock_s
-            while True:
-                bar.update(prog.poll())
-                if on_progress is not None:
-                    on_progress(len(prog.done), container)
-                container.reload()
-                if container.status in ("exited", "dead"):
-                    exit_code = container.attrs["State"]["ExitCode"]
-                    break
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    container.kill()
-                    exit_code = None
-                    break
-                time.sleep(0.25)
-            streamer.join(timeout=5)
-            bar.update(prog.poll())
-        finally:
-            bar.close()
-            sink.close()
-            if container is not None:
-                try:
-                    container.remove(force=True)
-                except NotFound:
-                    pass
-        seconds = round(time.monotonic() - t0, 3)
-        tail = list(sink.tail)[-20:]
-        try:
-            answered = len(answered_ids(paths.responses) & wanted)
-        except JobFileError as e:
-            raise ContainerFailed(f"{family}: {e}", exit_code=exit_code, timed_out=timed_out, log_tail=tail) from None
-        if timed_out:
-            raise ContainerFailed(f"{family}: killed at the wall-clock limit of {wall_clock_s:.0f} s "
-                                  f"({answered}/{len(wanted)} answered; responses kept in {paths.responses})",
-                                  exit_code=None, timed_out=True, log_tail=tail)
-        if exit_code != 0:
-            raise ContainerFailed(f"{family}: container exited with {exit_code} "
-                                  f"({answered}/{len(wanted)} answered; responses kept in {paths.responses})",
-                                  exit_code=exit_code, timed_out=False, log_tail=tail)
-        return JobResult(len(wanted), answered, skipped, exit_code, seconds, image_id, settings, problems)
+        pending = wanted_ids - answered_ids(paths.responses)
+        res = _run_container(client, image, kwargs, family=family, paths=paths, wanted={paths.responses: pending},
+                             wall_clock_s=wall_clock_s, progress=progress, log=log, on_progress=on_progress,
+                             skipped=len(wanted_ids) - len(pending))
+        res.requested, res.skipped, res.problems = len(wanted_ids), staged.skipped, staged.problems
+        return res

@@ -29,7 +29,8 @@ from . import container as cmod
 from . import images as imod
 from . import locks
 
-__all__ = ["StudyError", "load_study", "missing_inputs", "needs_weights", "run_study", "repo_relative"]
+__all__ = ["StudyError", "load_study", "missing_inputs", "needs_weights", "run_study", "repo_relative",
+           "requests_for", "records_for"]
 
 PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
 
@@ -187,6 +188,45 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
     return missing
 
 
+def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict, list[dict]]:
+    """``(prompts, requests)`` for ``samples`` of one model: each sample's prompt in the family's
+    phrasing (``pointfail.prompts.build_prompt``), keyed by sample id, and the worker requests
+    (``sample_id``, ``image`` as the sample's path on this machine, resolved to an absolute path when
+    ``resolve`` (served models read it from this process), ``prompt`` as sent, ``task``,
+    ``max_new_tokens``) in sample order."""
+    from pointfail.prompts import build_prompt
+
+    prompts, requests = {}, []
+    for s in samples:
+        pr = build_prompt(family, s)
+        prompts[s.sample_id] = pr
+        image = str(Path(s.image.path).resolve()) if resolve else s.image.path
+        requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent,
+                         "task": s.task, "max_new_tokens": model.max_new_tokens})
+    return prompts, requests
+
+
+def records_for(study_name: str, model, samples, prompts: dict, responses, provenance, data_dir: Path,
+                repo: Path) -> list:
+    """One record per sample (``pointfail.scoring.build_record``), paths made relative to the
+    checkout: ``responses`` is a :class:`pointfail.jobs.ResponseLog` (its first valid line per sample;
+    an invalid line becomes an ``error`` outcome that says why); a sample with no line at all is an
+    ``error`` outcome too, so nothing is lost silently."""
+    from pointfail.records import Response
+    from pointfail.scoring import build_record
+
+    records = []
+    for s in samples:
+        r = responses.response_for(s.sample_id)
+        resp = (r.as_record_response() if r is not None else
+                Response(error="no response line for this sample in responses.jsonl (the worker exited "
+                               "without answering it)"))
+        records.append(repo_relative(build_record(study=study_name, model=model.name, family=model.family, sample=s,
+                                                  prompt=prompts[s.sample_id], response=resp, provenance=provenance,
+                                                  base_dir=data_dir), repo))
+    return records
+
+
 def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = None,
               benchmarks: Optional[list[str]] = None, data_root: Optional[Path] = None,
               weights_root: Optional[Path] = None, work_root: Optional[Path] = None,
@@ -213,9 +253,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     from pointfail.benchmarks import load as load_benchmark
     from pointfail.families import get_family
     from pointfail.jobs import JobBusy, JobFileError, read_responses
-    from pointfail.prompts import build_prompt
-    from pointfail.records import Response, write_records
-    from pointfail.scoring import build_record
+    from pointfail.records import write_records
 
     from .engine import ensure_engine
 
@@ -254,13 +292,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
         out[m.name] = {}
         for b in sel_benchmarks:
             samples = samples_by_bench[b.name]
-            prompts, requests = {}, []
-            for s in samples:
-                pr = build_prompt(fam, s)
-                prompts[s.sample_id] = pr
-                image = str(Path(s.image.path).resolve()) if served else s.image.path
-                requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent,
-                                 "task": s.task, "max_new_tokens": m.max_new_tokens})
+            prompts, requests = requests_for(fam, m, samples, resolve=served)
             job = roots.job_dir(m, b)
             problems: list[str] = []
             if served:
@@ -289,16 +321,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 raise StudyError(f"model {m.name} on {b.name}: {e}") from e
             for line in [*problems, *got.problems][:50]:
                 log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
-            records = []
-            for s in samples:
-                r = got.response_for(s.sample_id)
-                resp = (r.as_record_response() if r is not None else
-                        Response(error="no response line for this sample in responses.jsonl (the worker exited "
-                                       "without answering it)"))
-                records.append(build_record(study=study.name, model=m.name, family=m.family, sample=s,
-                                            prompt=prompts[s.sample_id], response=resp, provenance=prov,
-                                            base_dir=data_dirs[b.name]))
+            records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
             dest = roots.records_file(m, b)
-            out[m.name][b.name] = write_records(dest, [repo_relative(r, repo) for r in records])
+            out[m.name][b.name] = write_records(dest, records)
             log(f"[run] wrote {len(records)} records to {dest}")
     return out
