@@ -14,6 +14,17 @@ Prints each median, the ratios container / in-process and container / subprocess
 container's fixed overhead per job (container minus subprocess). It also prints batched (batch 8)
 against one-at-a-time (batch 1) in-process throughput (samples per second, ratio).
 
+Per-job overhead before and after "one container per model runs all of its cells" (issue 18):
+``--cells K`` cells (as a study's K benchmarks) of N requests each, answered
+
+* before: one container per cell (:func:`pointfail_runner.container.run_job` K times: K fresh
+  interpreters, K torch/transformers imports, K model loads);
+* after: one container for the K cells (:func:`pointfail_runner.container.stage_cells` +
+  :func:`~pointfail_runner.container.run_staged`, the worker taking K request/response pairs);
+
+and prints both medians, their ratio and the overhead each extra job cost before, (before - after) /
+(K - 1), which the shard container no longer pays.
+
 Needs a Docker Engine (started via ensure_engine) and the family image (built if missing; wheels
 from ``make wheels``). Usage: ``python bench/runner.py [--n 16] [--reps 3]``.
 """
@@ -49,6 +60,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=16, help="requests per job")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cells", type=int, default=3, help="cells per model for the before/after comparison")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -91,19 +103,44 @@ def main() -> int:
         return time.perf_counter() - t
 
     def in_container(k: int) -> float:
-        reqs = [dict(r, image=r["image"].replace(str(suite), "/data/0")) for r in _requests(suite, args.n, "c")]
         t = time.perf_counter()
-        cmod.run_job(client, image, family=FAMILY, job_dir=tmp / f"ctr{k}", requests=reqs, weights_dir=weights,
-                     data_dirs=[suite], gpu=False, progress=False, log=lambda s: None)
+        cmod.run_job(client, image, family=FAMILY, job_dir=tmp / f"ctr{k}", requests=_requests(suite, args.n, "c"),
+                     weights_dir=weights, data_root=suite, gpu=False, progress=False, log=lambda s: None)
+        return time.perf_counter() - t
+
+    cell_names = [f"cell{j}" for j in range(args.cells)]
+
+    def per_cell_containers(k: int) -> float:  # before: one container per (model, benchmark) job
+        t = time.perf_counter()
+        for c in cell_names:
+            cmod.run_job(client, image, family=FAMILY, job_dir=tmp / f"before{k}" / c,
+                         requests=_requests(suite, args.n, c), weights_dir=weights, data_root=suite, gpu=False,
+                         progress=False, log=lambda s: None)
+        return time.perf_counter() - t
+
+    def one_container(k: int) -> float:  # after: one container answers every cell of the model
+        job = tmp / f"after{k}"
+        t = time.perf_counter()
+        cmod.stage_cells(job, {c: _requests(suite, args.n, c) for c in cell_names}, {c: suite for c in cell_names})
+        command = ["--family", FAMILY, "--weights", cmod.WEIGHTS_MOUNT, "--device", "cpu"]
+        for c in cell_names:
+            command += ["--requests", f"{cmod.REQUESTS_MOUNT}/{c}.jsonl", "--responses", f"{cmod.JOB_MOUNT}/{c}.jsonl"]
+        res = cmod.run_staged(client, image, family=FAMILY, job_dir=job,
+                              cells={c: {r["sample_id"] for r in _requests(suite, args.n, c)} for c in cell_names},
+                              command=command, weights_dir=weights, log=lambda s: None)
+        assert res.answered == args.n * args.cells
         return time.perf_counter() - t
 
     in_process(-1)  # warm-up: imports torch/transformers once, as a long-lived parent would
-    times: dict[str, list[float]] = {"in-process": [], "subprocess": [], "container": [], "batch8": []}
+    times: dict[str, list[float]] = {"in-process": [], "subprocess": [], "container": [], "batch8": [],
+                                     "before": [], "after": []}
     for k in range(args.reps):
         times["in-process"].append(in_process(k))
         times["subprocess"].append(subproc(k))
         times["container"].append(in_container(k))
         times["batch8"].append(in_process(k, batch=8))
+        times["before"].append(per_cell_containers(k))
+        times["after"].append(one_container(k))
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"tiny {FAMILY}, {args.n} requests per job, {args.reps} reps, medians (s):")
     for k in ("in-process", "subprocess", "container"):
@@ -113,6 +150,12 @@ def main() -> int:
     print(f"container overhead per job   : {med['container'] - med['subprocess']:+.2f} s over a fresh process")
     print(f"batched (8) vs one-at-a-time : {args.n / med['batch8']:.1f} vs {args.n / med['in-process']:.1f} "
           f"samples/s, ratio {med['in-process'] / med['batch8']:.2f}")
+    k = args.cells
+    print(f"{k} cells of {args.n} requests: one container per cell {med['before']:.2f} s, one container for all "
+          f"{med['after']:.2f} s, ratio {med['before'] / med['after']:.2f}")
+    print(f"per-job overhead before (saved per extra cell): {(med['before'] - med['after']) / max(k - 1, 1):+.2f} s")
+    print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} CPUs")
     return 0
 
 

@@ -10,10 +10,17 @@ Commands::
     pointfail-runner run --study FILE [--models M ...] [--benchmarks B ...] [--limit N] ...
     pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
     pointfail-runner reproduce --study FILE [--publish]   # every stage, timed; compare with committed
+    pointfail-runner plan --study FILE [--shard-size N | --shards K] [--out work/<study>/plan.json]
+    pointfail-runner submit --plan FILE --executor local|slurm|k8s [--run-dir DIR] [--missing] [--cluster FILE]
+    pointfail-runner status --plan FILE [--run-dir DIR]  # done / running / queued / failed / partial / pending cells
+    pointfail-runner merge --plan FILE [--run-dir DIR] [--records DIR]   # per-shard responses -> records
+    pointfail-runner shard --run-dir DIR --model M --index I  # the node step of the Docker executors
 
 Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad arguments; ``reproduce``
 and ``data`` also 3 (a generated suite's content differs from its committed manifest, every table
-matched) and 4 (a table differs from the committed one).
+matched) and 4 (a table differs from the committed one); ``status`` and ``merge`` 3 when a cell is not
+done (``merge`` then writes only the complete benchmarks); ``submit --executor local`` 1 when a shard
+failed.
 """
 
 from __future__ import annotations
@@ -92,7 +99,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="write records, tables and suite manifests into records/<study>/ instead of comparing")
     rp.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
     rp.add_argument("--no-install", action="store_true", help="never install system packages; stop instead")
+    _add_plan_commands(sub)
     args = ap.parse_args(argv)
+    if args.cmd == "shard":  # the node step needs the run folder only, not a checkout
+        return _shard(args)
     repo = args.repo.resolve() if args.repo else find_repo()
 
     from .base import BaseImageError
@@ -104,6 +114,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from .reproduce import ReproduceError
     from .study import StudyError
 
+    if args.cmd in ("plan", "submit", "status", "merge"):
+        return _plan_command(args, repo)
     try:
         if args.cmd == "prereqs":
             from .prereqs import ensure_packages
@@ -170,6 +182,137 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _add_plan_commands(sub) -> None:
+    """``plan``, ``submit``, ``status``, ``merge`` and ``shard`` (issue 18: a study on several machines)."""
+    pl = sub.add_parser("plan", help="split a study's work into shards of cells (model x benchmark shard)")
+    pl.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
+    pl.add_argument("--out", type=Path, default=None, help="plan file (default work/<study>/plan.json)")
+    g = pl.add_mutually_exclusive_group()
+    g.add_argument("--shard-size", type=int, default=None, help="target samples per shard (default 1000)")
+    g.add_argument("--shards", type=int, default=None, help="exactly this many shards per model")
+    pl.add_argument("--models", nargs="*", default=None)
+    pl.add_argument("--benchmarks", nargs="*", default=None)
+    pl.add_argument("--data-root", type=Path, default=None)
+    pl.add_argument("--gpus", type=int, default=0, help="GPUs per shard of a weight-backed model (default 0)")
+    for name, hlp in (("submit", "run a plan's shards with an executor (local Docker, Slurm arrays, k8s Indexed Jobs)"),
+                      ("status", "which cells of a plan are done, running, queued, failed, partial or pending"),
+                      ("merge", "merge a run's per-shard responses into the study's records (deterministic)")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("--plan", type=Path, required=True, help="the plan file")
+        p.add_argument("--run-dir", type=Path, default=None,
+                       help="the run folder on shared storage (default run/ beside the plan)")
+        p.add_argument("--data-root", type=Path, default=None)
+        p.add_argument("--weights-root", type=Path, default=None)
+        if name == "merge":
+            p.add_argument("--records", type=Path, default=None, help="records folder (default beside the study)")
+        if name == "submit":
+            p.add_argument("--executor", required=True, choices=["local", "slurm", "k8s"])
+            p.add_argument("--models", nargs="*", default=None)
+            p.add_argument("--missing", action="store_true", help="only shards with a cell that is not done")
+            p.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+            p.add_argument("--cluster", type=Path, default=None, help="cluster settings TOML ([slurm], [k8s])")
+            p.add_argument("--concurrency", type=int, default=1, help="local: shards running at once")
+            p.add_argument("--mem-limit", default="8g", help="local: container memory limit")
+            p.add_argument("--wall-clock", type=float, default=6 * 3600, help="local: seconds per shard")
+            p.add_argument("--runtime", default=None, choices=["docker", "pyxis", "apptainer"], help="slurm runtime")
+            p.add_argument("--partition", default=None)
+            p.add_argument("--time-limit", default=None, help="slurm: time limit per shard")
+            p.add_argument("--max-parallel", type=int, default=None, help="slurm: shards of a model at once")
+            p.add_argument("--registry", default=None, help="k8s (and registry images on slurm)")
+            p.add_argument("--dry-run", action="store_true", help="slurm: write the batch scripts, do not sbatch")
+    sh = sub.add_parser("shard", help="(node step) run one staged shard on this machine's Docker Engine")
+    sh.add_argument("--run-dir", type=Path, required=True)
+    sh.add_argument("--model", required=True)
+    sh.add_argument("--index", type=int, required=True)
+    sh.add_argument("--mem-limit", default="8g")
+    sh.add_argument("--wall-clock", type=float, default=6 * 3600)
+
+
+def _shard(args) -> int:
+    from .container import ContainerFailed
+    from .engine import EngineError
+    from .plan import PlanError
+    from .shards import load_run, run_shard
+
+    try:
+        _, run = load_run(args.run_dir)
+        run_shard(run, args.model, args.index, mem_limit=args.mem_limit, wall_clock_s=args.wall_clock)
+    except (PlanError, ContainerFailed, EngineError) as e:
+        print(f"pointfail-runner shard: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _plan_command(args, repo: Path) -> int:
+    from tabulate import tabulate
+
+    from .container import ContainerFailed
+    from .engine import EngineError
+    from .images import ImageBuildError
+    from .merge import cell_status, merge, study_and_roots
+    from .plan import PlanError, build_plan, load_plan, write_plan
+    from .shards import open_run
+
+    try:
+        if args.cmd == "plan":
+            plan = build_plan(args.study, repo=repo, data_root=args.data_root, shard_size=args.shard_size,
+                              shards=args.shards, models=args.models, benchmarks=args.benchmarks, gpus=args.gpus)
+            out = args.out or repo / "work" / plan.study / "plan.json"
+            write_plan(plan, out)
+            print(f"[plan] {sum(len(m.shards) for m in plan.models)} shard(s), "
+                  f"{sum(1 for _ in plan.cells())} cell(s) -> {out}")
+            return 0
+        from .executors import default_run_dir
+
+        run_dir = args.run_dir or default_run_dir(args.plan)
+        if args.cmd == "submit":
+            common = dict(repo=repo, run_dir=run_dir, data_root=args.data_root, weights_root=args.weights_root,
+                          models=args.models, missing=args.missing, variant=args.variant)
+            if args.executor == "local":
+                from .executors.local import submit
+
+                res = submit(args.plan, concurrency=args.concurrency, mem_limit=args.mem_limit,
+                             wall_clock_s=args.wall_clock, **common)
+                failed = [k for k, v in res.detail.items() if isinstance(v, Exception)]
+                print(f"[local] {sum(map(len, res.shards.values()))} shard(s) in {res.detail['seconds']} s"
+                      + (f"; failed: {', '.join(failed)} (rerun with --missing)" if failed else ""))
+                return 1 if failed else 0
+            if args.executor == "slurm":
+                from .executors.slurm import SlurmSettings, submit
+
+                settings = SlurmSettings.load(args.cluster, runtime=args.runtime, partition=args.partition,
+                                              time_limit=args.time_limit, max_parallel=args.max_parallel,
+                                              registry=args.registry)
+                submit(args.plan, settings=settings, dry_run=args.dry_run, **common)
+                return 0
+            from .executors.k8s import K8sSettings, submit
+
+            submit(args.plan, settings=K8sSettings.load(args.cluster, registry=args.registry), **common)
+            return 0
+        plan = load_plan(args.plan, repo=repo)
+        run = open_run(plan, run_dir)
+        if args.cmd == "status":
+            from .executors.slurm import scheduler_states
+
+            rows = cell_status(plan, run, scheduler=scheduler_states(run, plan))
+            print(tabulate([(c.model, c.benchmark, c.shard, f"{c.answered}/{c.expected}", c.state, c.note)
+                            for c in rows], headers=["model", "benchmark", "shard", "answered", "state", "note"],
+                           tablefmt="github"))
+            counts = {s: sum(1 for c in rows if c.state == s) for s in sorted({c.state for c in rows})}
+            print("cells: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+            return 0 if all(c.state == "done" for c in rows) else 3
+        study, roots = study_and_roots(plan, repo, data_root=args.data_root, weights_root=args.weights_root,
+                                       records_root=args.records)
+        res = merge(plan, run, repo=repo, study=study, roots=roots)
+        print(f"[merge] {sum(res.written.values())} records in {len(res.written)} file(s)"
+              + (f"; incomplete: {', '.join(f'{m}/{b} ({n} missing)' for (m, b), n in res.incomplete.items())} "
+                 f"(rerun: pointfail-runner submit --plan {args.plan} --missing ...)" if res.incomplete else ""))
+        return 3 if res.incomplete else 0
+    except (PlanError, ContainerFailed, EngineError, ImageBuildError) as e:
+        print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

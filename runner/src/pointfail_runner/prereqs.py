@@ -11,8 +11,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+SLURM_PACKAGES: tuple[str, ...] = ("slurmctld", "slurmd", "slurm-client", "munge")
+"""A single-node Slurm cluster for the Slurm executor's test (it starts its own daemons on loopback,
+with a private munge key, ports and state; the packages' own services are not used)."""
+
 PACKAGES: tuple[str, ...] = (
-    "docker.io", "debootstrap", "make",
+    "docker.io", "debootstrap", "make", *SLURM_PACKAGES,
     "tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-deu", "tesseract-ocr-fra",
     "tesseract-ocr-spa", "tesseract-ocr-ita", "tesseract-ocr-nld",
     "fonts-dejavu-core", "fonts-liberation",
@@ -21,7 +25,8 @@ PACKAGES: tuple[str, ...] = (
 )
 """What the tests and the default study need on the host: the Docker Engine and debootstrap (images),
 Tesseract with the suites' languages (OCR baseline tests), the fonts the synthetic suites draw with,
-Chromium and the two documentation packages (web suite tests), nix-instantiate (flake.nix check)."""
+Chromium and the two documentation packages (web suite tests), nix-instantiate (flake.nix check),
+Slurm and munge (:data:`SLURM_PACKAGES`)."""
 
 
 class PrereqError(RuntimeError):
