@@ -293,7 +293,8 @@ def test_worker_answers_several_pairs_with_one_model_load(tmp_path):
 @pytest.mark.slow
 def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tmp_path):
     """Real containers: the plan's shards (3 per model, 2 at a time, each one container answering
-    every cell of its shard) merged, against ``pointfail-runner run`` on one machine: the same bytes."""
+    every cell of its shard) merged, against ``pointfail-runner run`` on one machine: the same records
+    but for the measured time per sample (``response.seconds``)."""
     from pointfail_runner.engine import ensure_engine
     from pointfail_runner.executors import local
     from pointfail_runner.merge import study_and_roots
@@ -309,8 +310,18 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
               records_root=single / "records", progress=False, client=client, log=lambda s: None)
     plan = pmod.build_plan(study_file, repo=repo, data_root=study_dir / "data/tiny", shards=3, log=lambda s: None)
     plan_file = pmod.write_plan(plan, tmp_path / "plan.json")
+    # a container left on shard 0 by a runner that died (SIGKILL) is removed before the shard runs
+    from pointfail_runner.images import find_image
+
+    orphan = client.containers.create(find_image(client, repo, "center"), command=["--help"],
+                                      labels={"org.pointfail.job": str((tmp_path / "run/center/shards/0").resolve())},
+                                      name=f"pointfail-test18-orphan-{os.getpid()}")
     sub = local.submit(plan_file, repo=repo, run_dir=tmp_path / "run", data_root=study_dir / "data/tiny",
                        concurrency=2, client=client, log=lambda s: None)
+    from docker.errors import NotFound
+
+    with pytest.raises(NotFound):
+        orphan.reload()
     results = [v for k, v in sub.detail.items() if k != "seconds"]
     assert len(results) == 6 and all(r.answered == r.requested == 4 for r in results)
     hc = results[0].settings["HostConfig"]
@@ -321,11 +332,24 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
     study, roots = study_and_roots(plan, repo, data_root=study_dir / "data/tiny", records_root=tmp_path / "merged")
     res = mmod.merge(plan, sub.run, repo=repo, study=study, roots=roots, log=lambda s: None)
     assert not res.incomplete and sum(res.written.values()) == 24
+    def untimed(p: Path) -> list[dict]:
+        rows = [json.loads(x) for x in p.read_text().splitlines()]
+        for r in rows:
+            assert r["response"].pop("seconds") >= 0
+        return rows
+
     for m in ("center", "center2"):
         for b in ("alpha", "beta"):
-            assert (tmp_path / "merged" / m / f"{b}.jsonl").read_bytes() == \
-                (single / "records" / m / f"{b}.jsonl").read_bytes()
+            assert untimed(tmp_path / "merged" / m / f"{b}.jsonl") == untimed(single / "records" / m / f"{b}.jsonl")
     # a second submit finds every cell done and starts no container
     again = local.submit(plan_file, repo=repo, run_dir=tmp_path / "run", data_root=study_dir / "data/tiny",
                          missing=True, client=client, log=lambda s: None)
     assert again.shards == {}
+
+
+def test_missing_shards_leaves_running_and_queued_shards_alone():
+    c = mmod.CellStatus
+    rows = [c("m", "a", 0, 4, 4, 0, 0, "done"), c("m", "b", 0, 2, 0, 0, 0, "pending"),
+            c("m", "a", 1, 4, 1, 0, 0, "running"), c("m", "a", 2, 4, 0, 0, 0, "queued"),
+            c("m", "a", 3, 4, 2, 0, 0, "failed"), c("n", "a", 0, 4, 3, 0, 0, "partial")]
+    assert mmod.missing_shards(rows) == {"m": [0, 3], "n": [0]}

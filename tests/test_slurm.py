@@ -30,31 +30,16 @@ from pointfail_runner.executors import slurm
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
 import builders  # noqa: E402
+from test_plan_merge import STUDY  # noqa: E402  (the same two-benchmark study)
 
 REPO = Path(__file__).resolve().parents[1]
 
-TINY = """[study]
-name = "tiny"
-
-[[benchmarks]]
-name = "alpha"
-loader = "suite"
-
-[[benchmarks]]
-name = "beta"
-loader = "suite"
-
-[[models]]
-name = "center"
-family = "center"
-image = "center"
-"""
 
 
 def _tiny_plan(tmp_path: Path, shards: int = 3) -> tuple[pmod.Plan, smod.RunDir]:
     repo = tmp_path / "repo"
     (repo / "records" / "tiny").mkdir(parents=True)
-    (repo / "records" / "tiny" / "study.toml").write_text(TINY)
+    (repo / "records" / "tiny" / "study.toml").write_text(STUDY)
     builders.suite(repo / "data" / "tiny" / "alpha", n=4, name="alpha")
     builders.suite(repo / "data" / "tiny" / "beta", n=2, name="beta")
     plan = pmod.build_plan(repo / "records/tiny/study.toml", repo=repo, shards=shards, log=lambda s: None)
@@ -167,30 +152,24 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def _default_data(client) -> Path:
-    """data/default, rendered in the pinned suites image and checked against the committed manifests
-    (as ``make data`` does) unless it is already there and matches them."""
-    from pointfail.suites.common import compare_manifests
+def _default_data() -> Path:
+    """data/default as the committed records were made from it (every image's sha256 is the one the
+    committed records name), rendered in the pinned suites image as ``make data`` does when it is not."""
+    from pointfail.records import read_records, sha256_file
     from pointfail_runner import reproduce
 
-    data = REPO / "data" / "default"
-    names = ("sheets", "text", "web")
-
     def matches() -> bool:
-        for n in names:
-            got = data / n / "manifest.json"
-            if not got.is_file():
-                return False
-            cmp = compare_manifests(json.loads((REPO / f"records/default/suites/{n}.manifest.json").read_text()),
-                                    json.loads(got.read_text()))
-            if not cmp.content_matches:
-                return False
+        for b in ("sheets", "text", "web"):
+            for r in read_records(REPO / "records/default/center" / f"{b}.jsonl"):
+                p = REPO / r.image.path
+                if not p.is_file() or sha256_file(p) != r.image.sha256:
+                    return False
         return True
 
     if not matches():
-        assert reproduce.data(REPO, REPO / "records/default/study.toml") == 0
-    assert matches()
-    return data
+        reproduce.data(REPO, REPO / "records/default/study.toml")
+    assert matches(), "data/default does not hold the images the committed records were made from"
+    return REPO / "data" / "default"
 
 
 def _squeue(cluster, *job_ids: str) -> dict[tuple[str, int], str]:
@@ -220,12 +199,12 @@ def test_default_study_as_slurm_arrays_merges_to_the_committed_tables(cluster, t
     from pointfail_runner.reproduce import compare_tables
 
     client = ensure_engine()
-    _default_data(client)
+    _default_data()
     plan = pmod.build_plan(REPO / "records/default/study.toml", repo=REPO, shard_size=100, log=lambda s: None)
     assert [len(m.shards) for m in plan.models] == [4, 4]
     plan_file = pmod.write_plan(plan, tmp_path / "plan.json")
     run_dir = tmp_path / "run"
-    settings = slurm.SlurmSettings(runtime="docker", cpus_per_task=1, mem="1G", time_limit="00:40:00",
+    settings = slurm.SlurmSettings(runtime="docker", cpus_per_task=1, mem="2G", time_limit="00:40:00",
                                    python=sys.executable, wall_clock_s=2400)
     sub = slurm.submit(plan_file, repo=REPO, run_dir=run_dir, settings=settings, client=client, env=cluster.env)
     run = sub.run
@@ -257,7 +236,7 @@ def test_default_study_as_slurm_arrays_merges_to_the_committed_tables(cluster, t
                     cancelled = (idx, n)
         if not q:
             break
-        assert time.monotonic() - t0 < 3600, f"arrays still queued after an hour: {q}\n{cluster.logs()}"
+        assert time.monotonic() - t0 < 7200, f"arrays still queued after two hours: {q}\n{cluster.logs()}"
         time.sleep(1.0)
     assert most_running >= 3, f"at most {most_running} shards ran at once"
     assert most_containers >= 2, f"at most {most_containers} shard containers ran at once"
@@ -276,7 +255,7 @@ def test_default_study_as_slurm_arrays_merges_to_the_committed_tables(cluster, t
                          missing=True)
     assert again.shards == {"ocr": [cancelled[0]]}
     while _squeue(cluster, again.detail["ocr"]["job_id"]):
-        assert time.monotonic() - t0 < 3600
+        assert time.monotonic() - t0 < 7200
         time.sleep(1.0)
     assert all(c.state == "done" for c in cell_status(plan, run))
 

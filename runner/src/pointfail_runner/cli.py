@@ -231,6 +231,8 @@ def _add_plan_commands(sub) -> None:
 
 
 def _shard(args) -> int:
+    from pointfail.jobs import JobBusy, JobFileError
+
     from .container import ContainerFailed
     from .engine import EngineError
     from .plan import PlanError
@@ -239,7 +241,7 @@ def _shard(args) -> int:
     try:
         _, run = load_run(args.run_dir)
         run_shard(run, args.model, args.index, mem_limit=args.mem_limit, wall_clock_s=args.wall_clock)
-    except (PlanError, ContainerFailed, EngineError) as e:
+    except (PlanError, ContainerFailed, EngineError, JobBusy, JobFileError) as e:
         print(f"pointfail-runner shard: {e}", file=sys.stderr)
         return 1
     return 0
@@ -247,6 +249,8 @@ def _shard(args) -> int:
 
 def _plan_command(args, repo: Path) -> int:
     from tabulate import tabulate
+
+    from pointfail.jobs import JobBusy, JobFileError
 
     from .container import ContainerFailed
     from .engine import EngineError
@@ -310,7 +314,7 @@ def _plan_command(args, repo: Path) -> int:
               + (f"; incomplete: {', '.join(f'{m}/{b} ({n} missing)' for (m, b), n in res.incomplete.items())} "
                  f"(rerun: pointfail-runner submit --plan {args.plan} --missing ...)" if res.incomplete else ""))
         return 3 if res.incomplete else 0
-    except (PlanError, ContainerFailed, EngineError, ImageBuildError) as e:
+    except (PlanError, ContainerFailed, EngineError, ImageBuildError, JobBusy, JobFileError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1
 

@@ -686,6 +686,24 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
     return JobResult(total + skipped, answered + skipped, skipped, exit_code, seconds, image_id, settings)
 
 
+def remove_orphans(client, paths: JobPaths, log: Callable[[str], None] = print) -> int:
+    """Remove every container of this job folder (label ``org.pointfail.job``) that is still there.
+    Called with the job's lock held, so any such container belongs to a runner that died without its
+    clean-up (``SIGKILL``, a lost node's step): it would keep writing the responses the next run is
+    about to write. Returns the number removed."""
+    from docker.errors import APIError, NotFound
+
+    n = 0
+    for c in client.containers.list(all=True, filters={"label": f"org.pointfail.job={paths.root}"}):
+        try:
+            c.remove(force=True)
+            n += 1
+            log(f"[run] removed {c.name}, left running on {paths.root} by a runner that is gone")
+        except (APIError, NotFound):
+            continue
+    return n
+
+
 def run_staged(client, image: str, *, family: str, job_dir: Path, cells: dict[str, set[str]], command: list[str],
                weights_dir: Optional[Path] = None, mem_limit: str = "8g", wall_clock_s: float = 3600.0,
                gpu: Union[bool, list[str]] = False, progress: bool = False, log: Callable[[str], None] = print,
@@ -716,6 +734,7 @@ def run_staged(client, image: str, *, family: str, job_dir: Path, cells: dict[st
             log(f"[run] {family}: every staged sample of {paths.root} is answered; no container started")
             return JobResult(skipped, skipped, skipped, 0, 0.0)
         _check_weights(weights_dir, False, None, log)
+        remove_orphans(client, paths, log)
         kwargs = container_kwargs(family=family, job_dir=paths.root, weights_dir=weights_dir, mem_limit=mem_limit,
                                   gpu=gpu, command=command)
         return _run_container(client, image, kwargs, family=family, paths=paths, wanted=wanted,

@@ -15,9 +15,10 @@ explained ``error`` outcome for its sample, a symlink is refused, never followed
   requeued shard does, are counted and ignored), every sample of the benchmark is turned into a record
   exactly once with the same code as the single-machine runner
   (:func:`pointfail_runner.study.records_for`) and written sorted by ``sample_id``
-  (:func:`pointfail.records.write_records`). The result is byte-identical to
-  ``pointfail-runner run`` on one machine, whatever the shard sizes, the order shards ran in, or how
-  often a shard ran. A benchmark with a missing cell is not written; the cells to rerun are listed
+  (:func:`pointfail.records.write_records`). The records are those ``pointfail-runner run`` writes on
+  one machine from the same answers (byte for byte; only the measured ``response.seconds`` differs
+  between any two runs), whatever the shard sizes, the order shards ran in, or how often a shard
+  ran, so the tables ``aggregate`` makes from them are byte-identical. A benchmark with a missing cell is not written; the cells to rerun are listed
   (``pointfail-runner submit --missing``).
 """
 
@@ -146,10 +147,12 @@ def _state(answered: int, expected: int, sched: Optional[str], attempt: Optional
 
 
 def missing_shards(statuses: list[CellStatus]) -> dict[str, list[int]]:
-    """``{model: [shard indices]}`` of shards with a cell that is not done (what to rerun)."""
+    """``{model: [shard indices]}`` of shards to rerun: a cell is not done and the shard is neither
+    running nor queued (a shard the scheduler still holds is not submitted twice)."""
+    busy = {(c.model, c.shard) for c in statuses if c.state in ("running", "queued")}
     out: dict[str, list[int]] = {}
     for c in statuses:
-        if c.state != "done" and c.shard not in out.get(c.model, []):
+        if c.state != "done" and (c.model, c.shard) not in busy and c.shard not in out.get(c.model, []):
             out.setdefault(c.model, []).append(c.shard)
     return out
 

@@ -89,6 +89,19 @@ def load_cluster_settings(path: Optional[Path], table: str) -> dict:
     return v
 
 
+def load_settings(cls, path: Optional[Path], table: str, overrides: dict):
+    """``cls`` (a pydantic settings model) from ``[<table>]`` of ``path`` with ``overrides`` (those not
+    ``None``) on top. Raises :class:`PlanError` naming each bad key."""
+    from pydantic import ValidationError
+
+    raw = {**load_cluster_settings(path, table), **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as e:
+        raise PlanError(f"[{table}] settings: " + "; ".join(
+            f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))) from None
+
+
 @dataclass
 class Submission:
     """What ``submit`` did: the run folder, the shards handed to the executor per model, and the
@@ -101,9 +114,11 @@ class Submission:
 
 def prepare(plan_file: Path, *, repo: Path, run_dir: Optional[Path], data_root: Optional[Path] = None,
             weights_root: Optional[Path] = None, models: Optional[list[str]] = None, missing: bool = False,
-            log: Callable[[str], None] = print):
+            scheduler: Optional[Callable] = None, log: Callable[[str], None] = print):
     """Steps 1 and the shard selection of the module docstring: ``(plan, run, study, roots, shards)``
-    where ``shards`` is the list of ``(PlanModel, index)`` to run. Raises :class:`PlanError`."""
+    where ``shards`` is the list of ``(PlanModel, index)`` to run. ``scheduler(run, plan)`` gives the
+    executor's view of its shards for ``missing`` (shards it still runs or holds are left alone).
+    Raises :class:`PlanError`."""
     from ..merge import cell_status, missing_shards, study_and_roots
     from ..plan import load_plan
     from ..shards import open_run, select_shards
@@ -112,7 +127,9 @@ def prepare(plan_file: Path, *, repo: Path, run_dir: Optional[Path], data_root: 
     plan = load_plan(plan_file, repo=repo)
     study, roots = study_and_roots(plan, repo, data_root=data_root, weights_root=weights_root)
     run = open_run(plan, Path(run_dir) if run_dir else default_run_dir(plan_file))
-    only = missing_shards(cell_status(plan, run)) if missing else None
+    only = None
+    if missing:
+        only = missing_shards(cell_status(plan, run, scheduler=scheduler(run, plan) if scheduler else None))
     shards = select_shards(plan, models, only)
     if missing:
         log(f"[submit] {len(shards)} shard(s) with a cell not done: "

@@ -36,10 +36,10 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..plan import PlanError
-from . import Submission, load_cluster_settings, pin_models, prepare
+from . import Submission, load_settings, pin_models, prepare
 
 PART_OF = "pointfail"
 ROLE_LABEL = "pointfail.org/role"
@@ -82,12 +82,7 @@ class K8sSettings(BaseModel):
     def load(cls, path: Optional[Path], **overrides) -> "K8sSettings":
         """From ``[k8s]`` of ``path`` with ``overrides`` (those not ``None``) on top. Raises
         :class:`PlanError` naming each bad key."""
-        raw = {**load_cluster_settings(path, "k8s"), **{k: v for k, v in overrides.items() if v is not None}}
-        try:
-            return cls.model_validate(raw)
-        except ValidationError as e:
-            raise PlanError("[k8s] settings: " + "; ".join(
-                f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))) from None
+        return load_settings(cls, path, "k8s", overrides)
 
 
 def dns_label(*parts: str, limit: int = 63) -> str:

@@ -39,10 +39,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..plan import PlanError
-from . import Submission, load_cluster_settings, pin_models, prepare
+from . import Submission, load_settings, pin_models, prepare
 
 WORKER = ["/opt/venv/bin/python", "-m", "pointfail.worker"]
 """The worker inside every model image (the images' exec-form ENTRYPOINT)."""
@@ -92,12 +92,7 @@ class SlurmSettings(BaseModel):
     def load(cls, path: Optional[Path], **overrides) -> "SlurmSettings":
         """From ``[slurm]`` of ``path`` with ``overrides`` (those not ``None``) on top. Raises
         :class:`PlanError` naming each bad key."""
-        raw = {**load_cluster_settings(path, "slurm"), **{k: v for k, v in overrides.items() if v is not None}}
-        try:
-            return cls.model_validate(raw)
-        except ValidationError as e:
-            raise PlanError("[slurm] settings: " + "; ".join(
-                f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_url=False))) from None
+        return load_settings(cls, path, "slurm", overrides)
 
     def docker_mem_limit(self) -> str:
         """``mem`` as a Docker memory limit (``8G`` -> ``8g``; a bare number is megabytes, as in Slurm)."""
@@ -270,7 +265,8 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
 
     settings = settings or SlurmSettings()
     plan, run, study, roots, shards = prepare(plan_file, repo=repo, run_dir=run_dir, data_root=data_root,
-                                              weights_root=weights_root, models=models, missing=missing, log=log)
+                                              weights_root=weights_root, models=models, missing=missing,
+                                              scheduler=lambda r, p: scheduler_states(r, p, settings, env), log=log)
     by_model: dict[str, list[int]] = {}
     for m, i in shards:
         by_model.setdefault(m.name, []).append(i)
