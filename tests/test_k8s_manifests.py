@@ -47,7 +47,8 @@ def _plan(tmp_path: Path, study: str, data: dict) -> pmod.Plan:
 def _runs(plan: pmod.Plan, tmp_path: Path, weights: bool) -> dict:
     return {m.name: smod.ModelRun(image=m.image, variant="cuda" if m.gpus else "cpu", tag=f"pointfail/{m.image}:x",
                                   id=DIGEST, reference=f"registry.invalid/lab/pointfail/{m.image}@{DIGEST}",
-                                  weights=str(tmp_path / "weights" / m.name) if weights else None)
+                                  weights=str(tmp_path / "weights" / m.name) if weights else None,
+                                  weights_manifest=weights)
             for m in plan.models}
 
 
@@ -104,6 +105,7 @@ def test_source_study_manifests_validate_with_gpus_and_weights(tmp_path):
         c = job["spec"]["template"]["spec"]["containers"][0]
         assert c["resources"]["limits"]["nvidia.com/gpu"] == "1" and "--device" in c["args"]
         assert c["args"][c["args"].index("--device") + 1] == "cuda"
+        assert c["args"][-2:] == ["--weights-manifest", "/requests/weights.manifest.json"]
         w = [x for x in c["volumeMounts"] if x["mountPath"] == "/weights"][0]
         assert w == {"name": "weights", "mountPath": "/weights", "readOnly": True, "subPath": f"hf/{m.name}"}
         req = [x for x in c["volumeMounts"] if x["mountPath"] == "/requests"][0]

@@ -54,7 +54,9 @@ class ModelRun(BaseModel):
     digest or a squashfs/SIF file for pyxis and Apptainer; a registry reference by digest for
     Kubernetes), ``archive`` a ``docker save`` tarball nodes load the image from when they lack it.
     ``weights`` is the model's weights folder (absolute, on shared storage; ``None`` for weight-free
-    baselines), ``batch_size`` and ``revision`` go to the worker."""
+    baselines), ``batch_size`` and ``revision`` go to the worker, ``weights_manifest`` says each shard
+    holds the model's weights manifest beside its requests (remote-code families check the weights
+    against it before importing their code)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,6 +69,7 @@ class ModelRun(BaseModel):
     weights: Optional[str] = None
     batch_size: int = Field(default=1, ge=1)
     revision: str = ""
+    weights_manifest: bool = False
 
     def worker_args(self, family: str, cells: Iterable[str], *, device: str, requests_mount: str,
                     responses_mount: str, weights_mount: str) -> list[str]:
@@ -78,6 +81,8 @@ class ModelRun(BaseModel):
         args += ["--batch-size", str(self.batch_size), "--device", device]
         if self.revision:
             args += ["--revision", self.revision]
+        if self.weights_manifest:
+            args += ["--weights-manifest", f"{requests_mount}/weights.manifest.json"]
         return args
 
 
@@ -214,9 +219,21 @@ def stage_shards(plan: Plan, run: RunDir, *, study, roots, shards: Iterable[tupl
         fam = get_family(m.family)
         cells = cell_requests(plan, m, i, samples, lambda ss: requests_for(fam, spec, ss))
         staged = cmod.stage_cells(run.shard(m.name, i), cells, data_roots)
+        manifest = weights_manifest(study, spec)
+        if manifest is not None:
+            cmod.stage_weights_manifest(staged.paths, manifest)
         total += staged.pending
         log(f"[stage] {m.name} shard {i}: {staged.pending} requests to answer, {staged.skipped} already answered")
     return total
+
+
+def weights_manifest(study, model) -> Optional[Path]:
+    """The model's weights manifest (``weights_manifest`` in the study, inside the study's folder), or
+    ``None``."""
+    from pointfail.study import inside
+
+    return inside(study.dir, model.weights_manifest, f"models {model.name!r} weights_manifest") \
+        if getattr(model, "weights_manifest", None) else None
 
 
 def gpu_devices_from_env(env: Optional[dict] = None) -> Optional[list[str]]:

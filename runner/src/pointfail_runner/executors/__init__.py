@@ -150,22 +150,18 @@ def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], varian
     ``archive(built, model)`` optionally a ``docker save`` tarball path nodes load the image from.
 
     Raises:
-        PlanError: a weights folder is missing.
+        PlanError: a weights folder or weights manifest is missing (:func:`pointfail_runner.study.missing_inputs`).
     """
     from .. import images as imod
     from ..shards import ModelRun, pin_tag
-    from ..study import needs_weights
+    from ..shards import weights_manifest
+    from ..study import missing_inputs, needs_weights
 
-    out = {}
-    missing = []
-    for name in models:
-        spec = study.model(name)
-        if needs_weights(spec):
-            w = roots.weights_dir(spec)
-            if not w.is_dir():
-                missing.append(f"weights for {name} ({spec.checkpoint or spec.family}): {w}")
+    specs = [study.model(name) for name in models]
+    missing = missing_inputs(study, specs, [], roots, repo=repo)
     if missing:
         raise PlanError("missing before any work:\n  " + "\n  ".join(missing))
+    out = {}
     for name in models:
         pm = plan.model(name)
         spec = study.model(name)
@@ -177,7 +173,8 @@ def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], varian
         mr = ModelRun(image=pm.image, variant=variant, tag=built.tag, id=built.id, reference=reference(built, name),
                       archive=archive(built, name) if archive else None,
                       weights=str(roots.weights_dir(spec)) if needs_weights(spec) else None,
-                      batch_size=spec.batch_size, revision=spec.revision)
+                      batch_size=spec.batch_size, revision=spec.revision,
+                      weights_manifest=weights_manifest(study, spec) is not None)
         run.write_model_run(name, mr)
         out[name] = mr
         log(f"[submit] {name}: image {built.tag} pinned as {mr.reference}")
