@@ -5,13 +5,13 @@ package) for the default study and the source study (issue 18)."""
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import sys
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from pointfail_runner import plan as pmod
 from pointfail_runner import shards as smod
@@ -62,7 +62,8 @@ def test_default_study_manifests_validate(tmp_path):
     run = smod.RunDir(tmp_path / "run")
     run.root.mkdir()
     files = k8s.write_manifests(plan, run, _runs(plan, tmp_path, weights=False), settings, [m.name for m in plan.models])
-    docs = [yaml.safe_load(f.read_text()) for f in files]
+    docs = [json.loads(f.read_text()) for f in files]
+    assert [f.name for f in files] == ["k8s-networkpolicy.json", "job.json", "job.json"]
     assert [d["kind"] for d in docs] == ["NetworkPolicy", "Job", "Job"]
     for d in docs:
         _validate(d)

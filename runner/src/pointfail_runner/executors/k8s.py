@@ -1,9 +1,10 @@
 """The Kubernetes executor: one Indexed Job per model, completion index = shard
 (``pointfail-runner submit --executor k8s``; issue 18).
 
-For each model ``submit`` writes ``<run>/<model>/k8s/job.yaml`` and, once per run,
-``<run>/k8s-networkpolicy.yaml``, for ``kubectl apply -f``; with ``apply = true`` it runs
-``kubectl apply`` itself (argument list, no shell). The manifests:
+For each model ``submit`` writes ``<run>/<model>/k8s/job.json`` and, once per run,
+``<run>/k8s-networkpolicy.json``, for ``kubectl apply -f`` (JSON is YAML; sorted keys, so the files
+are canonical); with ``apply = true`` it runs ``kubectl apply`` itself (argument list, no shell). The
+manifests:
 
 * ``batch/v1`` Job, ``completionMode: Indexed``, ``completions`` = the model's shards,
   ``parallelism`` (a setting), ``backoffLimitPerIndex`` (a failed shard is retried on its own),
@@ -30,6 +31,7 @@ The manifests are validated offline against the Kubernetes API schema in the tes
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -181,21 +183,22 @@ def job_manifest(plan, model, mr, settings: K8sSettings, *, run_relative: str = 
                      "template": {"metadata": {"labels": labels(plan, model.name)}, "spec": pod}}}
 
 
-def write_manifests(plan, run, runs: dict, settings: K8sSettings, models: list[str]) -> list[Path]:
-    """Write ``<run>/k8s-networkpolicy.yaml`` and ``<run>/<model>/k8s/job.yaml`` for ``models``
-    (``runs``: their :class:`~pointfail_runner.shards.ModelRun`). Returns the files written."""
-    import yaml
+def _dump(doc: dict) -> str:
+    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
 
+
+def write_manifests(plan, run, runs: dict, settings: K8sSettings, models: list[str]) -> list[Path]:
+    """Write ``<run>/k8s-networkpolicy.json`` and ``<run>/<model>/k8s/job.json`` for ``models``
+    (``runs``: their :class:`~pointfail_runner.shards.ModelRun`). Returns the files written."""
     out = []
-    np = run.root / "k8s-networkpolicy.yaml"
-    np.write_text(yaml.safe_dump(network_policy(plan, settings), sort_keys=True), encoding="utf-8")
+    np = run.root / "k8s-networkpolicy.json"
+    np.write_text(_dump(network_policy(plan, settings)), encoding="utf-8")
     out.append(np)
     for name in models:
         d = run.executor_dir(name, "k8s")
         d.mkdir(parents=True, exist_ok=True)
-        p = d / "job.yaml"
-        p.write_text(yaml.safe_dump(job_manifest(plan, plan.model(name), runs[name], settings), sort_keys=True),
-                     encoding="utf-8")
+        p = d / "job.json"
+        p.write_text(_dump(job_manifest(plan, plan.model(name), runs[name], settings)), encoding="utf-8")
         out.append(p)
     return out
 
