@@ -96,9 +96,17 @@ def test_strip_recovers_core(core, image_line, directive):
 
 
 class _EchoFamily:
-    """A minimal family: marks the task so the test sees exactly what reached prompt()."""
+    """A minimal family: marks the task so the test sees exactly what reached prompt(). Its frame is
+    pixels of the original image (as json_pixels), for the steerable reference point."""
 
     name = "echo"
+    frame = __import__("pointfail.families.json_pixels", fromlist=["FAMILY"]).FAMILY.frame
+    decimals = 0
+
+    def _frame_values(self, x, y, image_size, model_input_size):
+        from pointfail.families import get_family
+
+        return get_family("json_pixels")._frame_values(x, y, image_size, model_input_size)
 
     def prompt(self, core_instruction: str, task: str = "point") -> str:
         return f"[{task}] {core_instruction}"
@@ -131,11 +139,28 @@ def test_build_prompt_refspatial_fixture(tmp_path):
     assert p.core == "Please point to the location target." and p.stripped == ["robopoint_point_list"]
 
 
-def test_build_prompt_steerable_reference_point(tmp_path):
+def test_build_prompt_steerable_reference_point_in_each_family_frame(tmp_path):
+    """(5, 5) px of the 20x10 fixture image is (0.25, 0.5) of the unit square: 25.0/50.0 percent for
+    Molmo, 250/500 on InternVL's 0-1000 grid, and for Qwen2.5-VL pixels of the resized input: the
+    tiny 20x10 image is smart_resized (factor 28, min_pixels 3136) to 84x28... (the size the family's
+    own expected_model_input_size gives), so (0.25 * W', 0.5 * H')."""
+    from pointfail.families import get_family
+
     s = {x.sample_id: x for x in load("point-bench", builders.point_bench(tmp_path / "pb"))}
+    note = "The query refers to an existing point that is not drawn in the image, at "
     p = build_prompt(_EchoFamily(), s["steerable/s1.png"])
-    assert p.core == ("Point to the object left of the dot. The query refers to an existing point at pixel "
-                      "coordinates (5.0, 5.0) of this 20x10 image; the point is not drawn.")
+    assert p.core == "Point to the object left of the dot. " + note + "(5, 5) in pixels of the image."
+    molmo = build_prompt("molmo", s["steerable/s1.png"])
+    assert molmo.core == "Point to the object left of the dot. " + note + \
+        "(25.0, 50.0) in percent of the image width and height."
+    assert molmo.sent == ("Point to the object left of the dot (the query refers to an existing point that is not "
+                          "drawn in the image, at (25.0, 50.0) in percent of the image width and height)")
+    assert build_prompt("internvl3", s["steerable/s1.png"]).core.endswith("at (250, 500) on a 0-1000 grid of the image.")
+    w, h = get_family("qwen2_5_vl").expected_model_input_size((20, 10))
+    qx, qy = round(0.25 * w), round(0.5 * h)
+    assert build_prompt("qwen2_5_vl", s["steerable/s1.png"]).sent.startswith(
+        f"Point to the object left of the dot (the query refers to an existing point that is not drawn in the image, "
+        f"at ({qx}, {qy}) in pixels of the image), output its coordinates")
     p2 = build_prompt(_EchoFamily(), s["steerable/s2.png"])
     assert p2.core == "Point to the object right of the dot."
 
@@ -206,7 +231,7 @@ def test_build_prompt_where2place_and_refspatial_fixtures_with_molmo(tmp_path):
 
 @pytest.mark.parametrize("core,target", [
     ("Click on the Save button", "the Save button"),
-    ("Could you please tap the OK button?", "the OK button?"),
+    ("Could you please tap the OK button?", "the OK button"),
     ("Kindly, point at the cat", "the cat"),
     ("Show me the exit sign", "the exit sign"),
     ("Pointed arch in the window", "pointed arch in the window"),  # not the verb phrase "point to"
@@ -229,3 +254,108 @@ def test_rows_that_may_be_absent_are_told_how_to_decline_in_the_family_conventio
     assert build_prompt("paligemma", s).sent == "detect the cell containing 4821"
     # rows of suites without absent referents get the plain prompt
     assert "null" not in build_prompt("json_pixels", _sample("Click the cell containing 4821.")).sent
+
+
+# The issue's cases: what each study family is sent for instructions that are not a plain pointing
+# imperative (a question, a description followed by a request, another verb, a GUI command).
+@pytest.mark.parametrize("core,target", [
+    ("Which object would you use to cut paper?", 'the answer to the question "Which object would you use to cut paper?"'),
+    ("In the image, there is an item encased within a red rectangle. Pinpoint several points within the vacant "
+     "space situated to the left of the item.",
+     "several points within the vacant space situated to the left of the item (in the image, there is an item "
+     "encased within a red rectangle)"),
+    ("Pinpoint the red apple", "the red apple"),
+    ("Open settings", "the element to click to open settings"),
+    ("There is a red mug on the table.", 'the target described by "There is a red mug on the table."'),
+    ("The mug is red. It sits on the table.", 'the target described by "The mug is red. It sits on the table."'),
+])
+def test_non_imperative_instructions_read_as_one_sentence(core, target):
+    from pointfail.families import get_family
+    from pointfail.families._text import pointing_target
+
+    assert pointing_target(core) == target
+    assert get_family("molmo").prompt(core) == f"Point to {target}"
+    assert get_family("qwen2_5_vl").prompt(core).startswith(f"Point to {target}, output its coordinates")
+    for fam in ("molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "gemini"):
+        sent = get_family(fam).prompt(core)
+        assert "Point to which" not in sent and "Point to in " not in sent and "Point to pinpoint" not in sent
+
+
+ROBOREFER_RAW = ("<image>In the image, there is the mug. Pinpoint several points within the vacant space situated "
+                 "left of the mug on the table. Your final answer should be formatted as a list of tuples, i.e. "
+                 "[(x1, y1), ...], where each tuple contains the x and y coordinates of a point satisfying the "
+                 "conditions above. The coordinates should be between 0 and 1, indicating the normalized pixel "
+                 "locations of the points.")
+
+
+def test_refspatial_raw_prompt_with_final_answer_directive():
+    """RoboRefer's raw RefSpatial wording: '<image>' with no line break, 'Your final answer ...', and a
+    coordinate sentence ending 'of the points.'"""
+    core, names = strip_directives(ROBOREFER_RAW)
+    assert core == ("In the image, there is the mug. Pinpoint several points within the vacant space situated left "
+                    "of the mug on the table.")
+    assert names == ["image_placeholder", "robopoint_point_list"]
+    from pointfail.families import get_family
+
+    assert get_family("molmo").prompt(core) == ("Point to several points within the vacant space situated left of the "
+                                               "mug on the table (in the image, there is the mug)")
+
+
+# Every real instruction wording of the fixtures of the five benchmarks, as each study family gets it
+# (Molmo v1, Qwen2.5-VL, InternVL3): no directive for another model, no "<image>", no doubled verb, and
+# the exact text sent.
+_QWEN_TAIL = ', output its coordinates in JSON format as [{"point_2d": [x, y], "label": "..."}].'
+_INTERNVL = "Please provide the bounding box coordinate of the region this sentence describes: <ref>{}</ref>"
+STUDY_FAMILY_PROMPTS = {  # (benchmark, sample id): (Molmo's prompt, InternVL's <ref> text, unused)
+    ("point-bench", "affordable/café.png"): ("Point to the cup handle", "Point to the cup handle.", None),
+    ("point-bench", "counting/b.png"): ("Point to every apple", "Point to every apple.", None),
+    ("point-bench", "steerable/s2.png"): ("Point to the object right of the dot", "Point to the object right of the dot.",
+                                          None),
+    ("where2place", "000"): ("Point to the free space between the two plates",
+                           "Please point to the free space between the two plates.", None),
+    ("refspatial", "location/0000"): ("Point to the location target", "Please point to the location target.", None),
+    ("refspatial", "placement/0000"): ("Point to the placement target", "Please point to the placement target.", None),
+    ("screenspot-pro", "pycharm_0"): ("Point to the element to click to open settings", "Open settings", None),
+    ("pointerbench-text", "pbt_0000"): ("Point to word 0", "Click word 0.", None),
+    ("screenspot-pro", "pycharm_1"): ("Point to the element to click to run the file", "Run the file", None),
+}
+
+
+def _fixture_samples(tmp_path):
+    out = {}
+    for name, d in (("point-bench", builders.point_bench(tmp_path / "pb")),
+                    ("where2place", builders.where2place(tmp_path / "w2p", n=1)),
+                    ("refspatial", builders.refspatial(tmp_path / "rs")),
+                    ("screenspot-pro", builders.screenspot_pro(tmp_path / "ssp")),
+                    ("pointerbench-text", builders.pointerbench(tmp_path / "pbt", [builders.pointerbench_row(0)]))):
+        for s in load(name, d):
+            out[(name, s.sample_id)] = s
+    return out
+
+
+def test_prompts_of_real_fixture_instructions_for_each_study_family(tmp_path):
+    samples = _fixture_samples(tmp_path)
+    assert {b for b, _ in samples} == {"point-bench", "where2place", "refspatial", "screenspot-pro", "pointerbench-text"}
+    for key, (molmo, internvl_core, _) in STUDY_FAMILY_PROMPTS.items():
+        s = samples[key]
+        m = build_prompt("molmo", s)
+        assert m.sent == molmo, key
+        assert build_prompt("qwen2_5_vl", s).sent == molmo + _QWEN_TAIL, key
+        assert build_prompt("internvl3", s).sent == _INTERNVL.format(internvl_core), key
+    for s in samples.values():  # every fixture row, every study family
+        for fam in ("molmo", "qwen2_5_vl", "internvl3"):
+            p = build_prompt(fam, s)
+            assert "<image>" not in p.sent and "between 0 and 1" not in p.sent and "Your answer" not in p.sent
+            low = p.sent.lower()
+            assert not any(f"point to {v}" in low for v in ("please", "point", "click", "pinpoint", "which", "in the"))
+
+
+def test_judge_quotes_the_instruction_the_model_was_given(tmp_path):
+    """The judge quotes Prompt.core (directives stripped, reference point in the model's frame), not
+    Prompt.original with '<image>' and the 0-1 directive."""
+    from pointfail.prompts import instruction_given
+
+    s = _fixture_samples(tmp_path)[("where2place", "000")]
+    p = build_prompt("molmo", s)
+    assert p.original.startswith("<image>") and "between 0 and 1" in p.original
+    assert instruction_given(p) == "Please point to the free space between the two plates."

@@ -24,7 +24,8 @@ from typing import Any
 
 from pointfail.records import Prompt, Sample
 
-__all__ = ["Directive", "DIRECTIVES", "PromptError", "strip_directives", "build_prompt"]
+__all__ = ["Directive", "DIRECTIVES", "PromptError", "strip_directives", "build_prompt",
+           "reference_point_in_frame", "instruction_given"]
 
 
 class PromptError(ValueError):
@@ -63,7 +64,7 @@ DIRECTIVES: tuple[Directive, ...] = (
     Directive(
         name="robopoint_point_list",
         pattern=re.compile(
-            _ws(r"Your answer should be formatted as (?:a list of tuples|a tuple), i\.e\.,? ")
+            _ws(r"Your (?:final )?answer should be formatted as (?:a list of tuples|a tuple), i\.e\.,? ")
             + r"\[\(x1?,\s*y1?\)[^\]]*\]"
             + _ws(r",? where (?:each|the) tuple contains the x and y coordinates of a point"
                   r"(?: satisfying the conditions above)?\.")
@@ -74,7 +75,7 @@ DIRECTIVES: tuple[Directive, ...] = (
     Directive(
         name="robopoint_box_list",
         pattern=re.compile(
-            _ws(r"Your answer should be formatted as (?:a list of tuples|a tuple), i\.e\.,? ")
+            _ws(r"Your (?:final )?answer should be formatted as (?:a list of tuples|a tuple), i\.e\.,? ")
             + r"\[\(x1,\s*y1,\s*x2,\s*y2\)[^\]]*\]"
             + _ws(r",? where (?:each|the) tuple contains the [^.]*?(?:bounding box|bbox)[^.]*\.")
             + _COORD_SENTENCE),
@@ -109,15 +110,64 @@ def strip_directives(text: str) -> tuple[str, list[str]]:
     return _tidy(core), stripped
 
 
-def _reference_note(sample: Sample) -> str | None:
+_FRAME_UNITS = {
+    "percent": "in percent of the image width and height",
+    "grid": "on a 0-{scale} grid of the image",
+    "bins": "in {scale} bins of the image width and height",
+    "bin_index": "in {scale} bins of the image width and height",
+    "patch_grid": "in patches of the image",
+    "unit": "as fractions (0-1) of the image width and height",
+    "pixels_original": "in pixels of the image",
+    "pixels_resized": "in pixels of the image",
+}
+"""How a frame's numbers are described to the model (``frames.Frame.kind`` -> phrase)."""
+
+
+def reference_point_in_frame(family: Any, sample: Sample) -> str | None:
+    """A Point-Bench steerable row's existing reference point in ``family``'s own coordinate frame, as
+    ``"(x, y) <unit phrase>"``, or ``None`` when the row has no loaded reference point.
+
+    The reference point is not drawn in the image (PointArena's evaluator tells the model where it is
+    in text), so a model must be told where it is in the same frame it answers in: a percent-frame
+    model (Molmo) given original-image pixels would read them as percent, and a resized-input model
+    (Qwen2.5-VL) answers in pixels of the image its processor produced. The point is converted from the
+    loader's original-image pixels (``metadata["reference_point_x_px"/"_y_px"]``) to the unit square
+    and then to the family's frame with the family's own rounding (``Family._frame_values``);
+    resized-input families use ``family.expected_model_input_size(image_size)`` (the processor's
+    ``smart_resize``). The unit phrase comes from :data:`_FRAME_UNITS`. Worked case: (5, 5) px of a
+    20x10 image is (0.25, 0.5), i.e. ``(25.0, 50.0) in percent of the image width and height`` for
+    Molmo and ``(250, 500) on a 0-1000 grid of the image`` for InternVL3.
+    """
     md = sample.metadata
     if md.get("reference_point") != "loaded":
         return None
     x, y = md.get("reference_point_x_px"), md.get("reference_point_y_px")
-    if x is None or y is None:
+    w, h = sample.image.width, sample.image.height
+    if x is None or y is None or not w or not h:
         return None
-    return (f"The query refers to an existing point at pixel coordinates ({float(x):.1f}, {float(y):.1f}) "
-            f"of this {sample.image.width}x{sample.image.height} image; the point is not drawn.")
+    xn, yn = float(x) / w, float(y) / h
+    frame = family.frame
+    model_size = family.expected_model_input_size((w, h)) if frame.kind == "pixels_resized" else None
+    fx, fy = family._frame_values(xn, yn, (w, h), model_size)
+    unit = _FRAME_UNITS.get(frame.kind, "").format(scale=f"{frame.scale:g}" if frame.scale else "")
+    if frame.order == "yx":
+        return f"({fy}, {fx}) {unit}, y first"
+    return f"({fx}, {fy}) {unit}".rstrip()
+
+
+def _reference_note(family: Any, sample: Sample) -> str | None:
+    point = reference_point_in_frame(family, sample)
+    if point is None:
+        return None
+    return f"The query refers to an existing point that is not drawn in the image, at {point}."
+
+
+def instruction_given(prompt: Prompt) -> str:
+    """The instruction as the evaluated model was asked it, for the judge to quote: the core
+    instruction (the benchmark's answer-format directives for other models stripped, the ``<image>``
+    placeholder gone, a steerable row's reference point in the model's own frame), without the
+    family's output-format template. ``Prompt.original`` is not what the model saw."""
+    return prompt.core
 
 
 def build_prompt(family: Any, sample: Sample) -> Prompt:
@@ -126,8 +176,8 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     Steps: strip directives from ``sample.instruction``; for RefSpatial also remove the sample's own
     ``metadata["directive_suffix"]`` verbatim if a registry pattern left it (named
     ``refspatial_suffix``); for Point-Bench steerable rows whose reference point was loaded, append a
-    sentence giving it in pixels (PointArena's evaluator tells models the same, because the point is
-    not drawn in the image); then wrap the core in ``family.prompt(core, sample.task, absent_possible)``,
+    sentence giving it in the family's own frame (:func:`reference_point_in_frame`; PointArena's
+    evaluator tells models where it is, because the point is not drawn in the image); then wrap the core in ``family.prompt(core, sample.task, absent_possible)``,
     where ``absent_possible`` is ``sample.metadata["absent_possible"]`` (set on every row of a suite
     generated with absent referents, present or not, so the model is told how to decline in its own
     convention without learning which rows are absent).
@@ -155,7 +205,7 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     if not core:
         raise PromptError(f"{sample.benchmark}/{sample.sample_id}: instruction is empty after stripping "
                           f"directives {stripped}: {sample.instruction!r}")
-    note = _reference_note(sample)
+    note = _reference_note(family, sample)
     if note:
         core = f"{core} {note}"
     if sample.metadata.get("absent_possible"):

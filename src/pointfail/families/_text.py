@@ -449,14 +449,50 @@ def sort_items(items: Iterable[Item]) -> list[Item]:
 _POLITE = r"(?:(?:please|kindly)\s*,?\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
 _POINTING_VERB = (
     r"(?:point\s+(?:to(?:wards?)?|at|out)|click(?:\s+(?:on|at))?|tap(?:\s+(?:on|at))?|press(?:\s+on)?"
-    r"|locate|find|mark|select|identify|indicate|show(?:\s+me)?|detect)"
+    r"|pinpoint|locate|find|mark|select|identify|indicate|show(?:\s+me)?|detect)"
 )
 _LEADING_POINTING_PHRASE = re.compile(rf"^\s*{_POLITE}?{_POINTING_VERB}\b[\s,:]*", re.I)
 """A leading polite/imperative pointing verb phrase: an optional ``please`` / ``kindly`` /
 ``can|could|would|will you (please)``, then a pointing verb (``point to|at|out|towards``,
-``click (on|at)``, ``tap (on|at)``, ``press (on)``, ``locate``, ``find``, ``mark``, ``select``,
-``identify``, ``indicate``, ``show (me)``, ``detect``). A polite word alone (``Please place the
-cup``) is not stripped: only a pointing verb makes the phrase."""
+``click (on|at)``, ``tap (on|at)``, ``press (on)``, ``pinpoint``, ``locate``, ``find``, ``mark``,
+``select``, ``identify``, ``indicate``, ``show (me)``, ``detect``). A polite word alone (``Please place
+the cup``) is not stripped: only a pointing verb makes the phrase."""
+
+_GUI_ACTION = re.compile(
+    r"^(?:open|close|run|save|delete|add|create|go|switch|enable|disable|toggle|start|stop|play|pause|search"
+    r"|type|enter|expand|collapse|hide|view|edit|copy|paste|undo|redo|set|change|move|drag|zoom|scroll"
+    r"|download|upload|insert|remove|sort|filter|refresh|reload|submit|send|share|print|exit|quit|cancel"
+    r"|confirm|accept|check|uncheck|choose|pick|navigate|launch|install|minimize|maximize|rename|duplicate"
+    r"|format|bold|italicize|underline|align|merge|split|apply|clear|reset|connect|log\s+in|sign\s+in"
+    r"|log\s+out|sign\s+out|return|back)\b", re.I)
+"""A GUI command that is not itself a pointing verb (ScreenSpot-Pro's ``Open settings``, ``Run the
+file``): the pointing target is the element one clicks to do it."""
+
+_DESCRIPTION = re.compile(
+    r"^(?:there\s+(?:is|are|was|were)|in\s+(?:the|this)\s+(?:image|picture|photo|scene|screenshot)"
+    r"|this\s+(?:is|image|picture)|it\s+is|given\b|assume\b|imagine\b|suppose\b)", re.I)
+"""A sentence that describes the scene instead of asking for a location (RefSpatial-Bench's
+"In the image, there is an item encased within a red rectangle.")."""
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[\"'(\[A-Z])")
+
+
+def _lower_first(c: str) -> str:
+    """First letter lower-cased unless the first word looks like an acronym or a cell name (second
+    letter upper-case or a digit: ``E15``, ``OK``)."""
+    if c[:1].isupper() and not (c[1:2].isupper() or c[1:2].isdigit()):
+        return c[:1].lower() + c[1:]
+    return c
+
+
+def _strip_pointing_verb(sentence: str) -> Optional[str]:
+    """The sentence after a leading pointing verb phrase (trailing full stop dropped), or ``None``
+    when it does not start with one or nothing follows the verb."""
+    m = _LEADING_POINTING_PHRASE.match(sentence)
+    if not m:
+        return None
+    rest = sentence[m.end():].strip().rstrip(".?!").rstrip()
+    return rest or None
 
 
 def clean_core(core: str) -> str:
@@ -465,35 +501,57 @@ def clean_core(core: str) -> str:
 
 
 def pointing_target(core: str) -> str:
-    """The core instruction normalized for templates that supply their own pointing verb
-    (``Point to {target}``, ``Locate {target}``, ``detect {target}``): whitespace collapsed, the
-    trailing full stop dropped, a leading polite/imperative pointing verb phrase removed (see
-    :data:`_LEADING_POINTING_PHRASE`), and the first letter lower-cased unless the first word looks
-    like an acronym or a cell name (second letter upper-case or a digit: ``E15``, ``OK``).
+    """What to point at, as a noun phrase that completes ``Point to …`` / ``Locate …`` / ``detect …``
+    so the family's prompt reads as one sentence whatever form the benchmark's instruction has.
 
-    Examples (the benchmarks' real wordings)::
+    The core instruction (whitespace collapsed) is split into sentences, then:
 
-        "Please point to the free space between the two plates."  -> "the free space between the two plates"
-        "Point to the red apple."                                 -> "the red apple"
-        "Locate several points within the vacant space for the following task: place the cup."
-            -> "several points within the vacant space for the following task: place the cup"
-        "Click on the Save button"                                -> "the Save button"
-        "the mug on the left."                                    -> "the mug on the left"
+    1. **One sentence opening with a pointing verb phrase** (:data:`_LEADING_POINTING_PHRASE`):
+       the rest of it (``"Please point to the free space between the two plates."`` -> ``"the free
+       space between the two plates"``; ``"Pinpoint the red apple"`` -> ``"the red apple"``).
+    2. **Several sentences, the last one asking for a location** (RefSpatial-Bench's raw prompts):
+       that request's target, with the sentences before it as a parenthesis
+       (``"In the image, there is a mug. Point to the space left of it."`` -> ``"the space left of it
+       (in the image, there is a mug)"``).
+    3. **A question** (ends with ``?``; Point-Bench's affordance rows): ``the answer to the question
+       "…"`` (``Point to the answer to the question "Which object would you use to cut paper?"``).
+    4. **A GUI command** with another verb (:data:`_GUI_ACTION`; ScreenSpot-Pro's ``Open settings``):
+       ``the element to click to open settings``.
+    5. **A description** of the scene with no request (:data:`_DESCRIPTION`, or several sentences
+       none of which asks for a location): ``the target described by "…"``.
+    6. Otherwise the text is a noun phrase (``"the mug on the left."``, ``"Save button"``): the
+       trailing full stop dropped.
 
-    When nothing would be left after the verb (``"Click."``), the instruction is kept as written.
+    The first letter is lower-cased unless the first word looks like an acronym or a cell name
+    (``E15``, ``OK``). Quoted text (rules 3 and 5) keeps its wording. When nothing would be left after
+    the verb (``"Click."``), the instruction is kept as written (lower-cased first letter).
     """
-    c = clean_core(core).rstrip(".").rstrip()
-    rest = _LEADING_POINTING_PHRASE.sub("", c, count=1)
-    if rest.strip():
-        c = rest.strip()
-    if c[:1].isupper() and not (c[1:2].isupper() or c[1:2].isdigit()):
-        c = c[:1].lower() + c[1:]
-    return c
+    c = clean_core(core)
+    sentences = [x for x in _SENTENCE_END.split(c) if x.strip()]
+    if len(sentences) > 1:
+        for i in range(len(sentences) - 1, -1, -1):
+            rest = _strip_pointing_verb(sentences[i])
+            if rest is not None:
+                ctx = [_lower_first(x.strip().rstrip(".").rstrip()) for j, x in enumerate(sentences) if j != i]
+                return f"{_lower_first(rest)} ({'; '.join(ctx)})"
+        return f'the target described by "{c}"'
+    rest = _strip_pointing_verb(c)
+    if rest is not None:
+        return _lower_first(rest)
+    if c.endswith("?"):
+        return f'the answer to the question "{c}"'
+    plain = c.rstrip(".").rstrip()
+    if _GUI_ACTION.match(plain) and len(plain.split()) > 1:
+        return f"the element to click to {_lower_first(plain)}"
+    if _DESCRIPTION.match(plain):
+        return f'the target described by "{c}"'
+    return _lower_first(plain or c)
 
 
 def point_to(core: str) -> str:
     """``"Point to <target>"`` with ``<target>`` = :func:`pointing_target` (so an instruction that
     already says "Please point to …", "Point to …", "Locate …", "Click …" is not wrapped a second
-    time: ``"Please point to the mug."`` -> ``"Point to the mug"``). Molmo's pointing phrasing
-    ("Point to ...", Molmo model card and PixMo-Points)."""
+    time, and a question or description still reads as one sentence: ``"Please point to the mug."``
+    -> ``"Point to the mug"``). Molmo's pointing phrasing ("Point to ...", Molmo model card and
+    PixMo-Points)."""
     return f"Point to {pointing_target(core)}"

@@ -329,6 +329,7 @@ class ChatJudge:
             FileNotFoundError: the image (or a mask target's file) is not found (recorded ``pending``).
         """
         from pointfail.judge.render import point_outside, render_miss
+        from pointfail.prompts import instruction_given
 
         rec = miss.record
         image = miss.image_path()
@@ -339,7 +340,7 @@ class ChatJudge:
         def render() -> bytes:
             return render_miss(image, target, miss.point)
 
-        return await self.judge(render, rec.prompt.original, point_outside_image=point_outside(miss.point),
+        return await self.judge(render, instruction_given(rec.prompt), point_outside_image=point_outside(miss.point),
                                 target_absent=target.kind == "absent", resume=miss.resume)
 
     async def judge_many(self, items: list[tuple[ImageSource, str, bool]]) -> list[Judgment]:

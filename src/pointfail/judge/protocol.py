@@ -97,8 +97,9 @@ def build_prompt(instruction: str, *, point_outside_image: bool = False, target_
     """The fixed judge prompt for one miss.
 
     Args:
-        instruction: the original instruction the evaluated model received (``Prompt.original``), quoted
-            verbatim.
+        instruction: the instruction the evaluated model was asked
+            (:func:`pointfail.prompts.instruction_given`: the core instruction without directives
+            written for other models, with any reference point in that model's frame), quoted verbatim.
         point_outside_image: add one sentence saying the predicted point lies outside the image (the
             renderer then draws the marker at the nearest edge).
         target_absent: the referent is not in the image (an ``absent`` target): the sentence about the
