@@ -32,7 +32,7 @@ Weights are random (seeded): the generated text is gibberish, which is what the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                  "<|image_pad|>", "<|video_pad|>"]
@@ -145,11 +145,48 @@ def plain_answer_suppressions(tok: Any, specials: list[str], end_of_turn: str) -
     return sorted(set(ids))
 
 
-def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
+def wire_answer(model: Any, tok: Any, pieces: list[str], eos_id: int, trigger: str = "\n",
+                scale_in: float = 50.0, scale_out: float = 10.0) -> None:
+    """Make greedy decoding of a random-weight checkpoint write ``"".join(pieces)`` and stop.
+
+    ``pieces`` must be tokens of ``tok`` (added with ``tok.add_tokens`` before the model was built)
+    and distinct. Token ``trigger`` (the last token of the chat template's generation prompt, ``"\n"``
+    after ``<|im_start|>assistant``) and each piece get an input embedding of norm ``scale_in`` along
+    their own axis ``k`` of the hidden space; the output-head row of the token that must follow gets
+    ``scale_out`` along the same axis. The random transformer layers add a residual that is small next
+    to these embeddings, so after the final norm the next token's logit (about ``scale_out *
+    sqrt(hidden)``) dominates: the answer is fixed, whatever the image, while the real architecture
+    (vision tower, attention, rotary positions, chat template, processor) still runs on every
+    sample. The input and output embeddings must not be tied. Raises ``ValueError`` for too many or
+    repeated pieces, or tied embeddings.
+    """
+    import torch
+
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+    if emb.data_ptr() == head.data_ptr():
+        raise ValueError("wire_answer needs untied input and output embeddings")
+    trig = tok.encode(trigger, add_special_tokens=False)
+    ids = [tok.convert_tokens_to_ids(p) for p in pieces]
+    if len(trig) != 1 or len(set(ids)) != len(ids) or len(ids) + 1 > emb.shape[1]:
+        raise ValueError(f"cannot wire {pieces!r}: trigger {trigger!r} -> {trig}, piece ids {ids}")
+    chain = trig + ids
+    nexts = ids + [eos_id]
+    with torch.no_grad():
+        for k, (cur, nxt) in enumerate(zip(chain, nexts)):
+            axis = torch.zeros(emb.shape[1], dtype=emb.dtype)
+            axis[k] = 1.0
+            emb[cur] = scale_in * axis
+            head[nxt] = scale_out * axis
+
+
+def _qwen(out: Path, *, version: str, seed: int, plain: bool = False, answer: Optional[list[str]] = None) -> Path:
     import transformers as T
 
     _seed(seed)
     tok = byte_level_tokenizer(QWEN_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    if answer:
+        tok.add_tokens(list(answer))
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     vocab = len(tok)
     token_ids = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
@@ -157,6 +194,8 @@ def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
     text = dict(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                 num_key_value_heads=1, max_position_embeddings=1024, bos_token_id=None,
                 eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    untied = {"tie_word_embeddings": False} if answer else {}
+    text.update(untied)
     if version == "2.5":
         # head_dim 16 -> mrope sections (t, h, w) sum to head_dim / 2 = 8
         text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 2, 4]}
@@ -166,7 +205,7 @@ def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
             vision_config=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
                                patch_size=patch, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                                fullatt_block_indexes=[0]),
-            **token_ids)
+            **token_ids, **untied)
         model = T.Qwen2_5_VLForConditionalGeneration(cfg)
         proc_name = "Qwen2_5_VLProcessor"
     else:
@@ -178,7 +217,7 @@ def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
             vision_config=dict(depth=2, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32,
                                patch_size=patch, spatial_merge_size=2, temporal_patch_size=2,
                                num_position_embeddings=64, deepstack_visual_indexes=[0]),
-            **token_ids)
+            **token_ids, **untied)
         model = T.Qwen3VLForConditionalGeneration(cfg)
         proc_name = "Qwen3VLProcessor"
     factor = patch * 2
@@ -189,6 +228,8 @@ def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     if plain:
         model.generation_config.suppress_tokens = plain_answer_suppressions(tok, QWEN_SPECIALS, "<|im_end|>")
+    if answer:
+        wire_answer(model, tok, list(answer), ids["<|im_end|>"])
     vp = _video_processor("Qwen2VLVideoProcessor" if version == "2.5" else "Qwen3VLVideoProcessor",
                           min_pixels=factor * factor * 4, max_pixels=factor * factor * 16, patch_size=patch,
                           merge_size=2, temporal_patch_size=2)
@@ -196,13 +237,14 @@ def _qwen(out: Path, *, version: str, seed: int, plain: bool = False) -> Path:
     return _save(model, proc, out)
 
 
-def build_qwen2_5_vl(out: str | Path, seed: int = 0, plain: bool = False) -> Path:
+def build_qwen2_5_vl(out: str | Path, seed: int = 0, plain: bool = False, answer: Optional[list[str]] = None) -> Path:
     """Write a tiny Qwen2.5-VL checkpoint (1 text layer, hidden 32; 1 vision block, patch 14, merge 2;
     images resized by smart_resize with factor 28 to 4..16 merged tokens, i.e. ``min_pixels`` 3136,
     ``max_pixels`` 12544) to ``out``; returns the path. ``plain=True``: its generation config
     suppresses control and whitespace tokens (:func:`plain_answer_suppressions`), for comparing
-    served and in-container answers byte for byte."""
-    return _qwen(Path(out), version="2.5", seed=seed, plain=plain)
+    served and in-container answers byte for byte. ``answer``: token pieces the checkpoint writes
+    greedily for every prompt (:func:`wire_answer`; untied embeddings)."""
+    return _qwen(Path(out), version="2.5", seed=seed, plain=plain, answer=answer)
 
 
 def build_qwen3_vl(out: str | Path, seed: int = 0) -> Path:
@@ -214,12 +256,13 @@ def build_qwen3_vl(out: str | Path, seed: int = 0) -> Path:
 INTERNVL_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>"]
 
 
-def build_internvl(out: str | Path, seed: int = 0) -> Path:
+def build_internvl(out: str | Path, seed: int = 0, answer: Optional[list[str]] = None) -> Path:
     """Write a tiny InternVL (hf format, as InternVL3-*-hf) checkpoint to ``out``; returns the path.
 
     Vision: 1 layer, hidden 16, tile 56x56 pixels, patch 14 (16 patches per tile), pixel-shuffle
     downsample 0.5 -> 4 image tokens per tile; the image processor crops to 1..4 tiles plus a thumbnail
-    (GotOcr2 dynamic tiling, as InternVL3). Text: a 1-layer Qwen2 decoder, hidden 32.
+    (GotOcr2 dynamic tiling, as InternVL3). Text: a 1-layer Qwen2 decoder, hidden 32. ``answer``: token
+    pieces the checkpoint writes greedily for every prompt (:func:`wire_answer`).
     """
     import transformers as T
 
@@ -229,6 +272,8 @@ def build_internvl(out: str | Path, seed: int = 0) -> Path:
         INTERNVL_SPECIALS, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
                               "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"})
+    if answer:
+        tok.add_tokens(list(answer))
     ids = {t: tok.convert_tokens_to_ids(t) for t in INTERNVL_SPECIALS}
     tile = 56
     cfg = T.InternVLConfig(
@@ -243,6 +288,8 @@ def build_internvl(out: str | Path, seed: int = 0) -> Path:
     model = T.InternVLForConditionalGeneration(cfg)
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.eos_token_id = ids["<|im_end|>"]
+    if answer:
+        wire_answer(model, tok, list(answer), ids["<|im_end|>"])
     ip = T.GotOcr2ImageProcessor(size={"height": tile, "width": tile}, crop_to_patches=True, min_patches=1,
                                  max_patches=4)
     vp = _video_processor("InternVLVideoProcessor", size={"height": tile, "width": tile})
