@@ -229,6 +229,9 @@ def _known_family(v: str) -> str:
 class _ModelBase(_Spec):
     name: Name
     family: str
+    lineage: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    """Model lines this model derives from beyond its family's (``Family.lineage``), for the
+    out-of-family judge check (:mod:`pointfail.judge.lineage`)."""
     max_new_tokens: int = Field(default=128, ge=1, le=32_768)
     batch_size: int = Field(default=1, ge=1, le=4096)
 
@@ -326,7 +329,10 @@ ModelSpec = Annotated[
 class JudgeSpec(_Spec):
     """``[judge]``: ``oracle_tolerance_px`` (>= 0, default 8), ``ollama_model`` and ``ollama_digest``;
     for an OpenAI-compatible judge ``openai_base_url`` (http(s)), ``openai_model`` and
-    ``openai_api_key_env`` (the name of the variable holding the key)."""
+    ``openai_api_key_env`` (the name of the variable holding the key); ``compared`` (judges run
+    besides ``[study] primary_judge``, filling ``other_judgments``), ``lineage`` (the model judge's
+    model lines, required with a model judge) and ``allow_in_lineage`` (a judge sharing a lineage with
+    an evaluated model is refused unless true; the tables say so): :mod:`pointfail.judge.lineage`."""
 
     oracle_tolerance_px: float = Field(default=8.0, ge=0, le=10_000, allow_inf_nan=False)
     ollama_model: Optional[str] = Field(default=None, max_length=200)
@@ -334,6 +340,9 @@ class JudgeSpec(_Spec):
     openai_base_url: Optional[str] = Field(default=None, max_length=2000)
     openai_model: Optional[str] = Field(default=None, max_length=400)
     openai_api_key_env: Optional[str] = None
+    compared: list[Literal["oracle", "ollama", "openai"]] = Field(default_factory=list, max_length=3)
+    lineage: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    allow_in_lineage: bool = False
 
     @field_validator("openai_base_url")
     @classmethod
@@ -344,6 +353,20 @@ class JudgeSpec(_Spec):
     @classmethod
     def _env(cls, v: Optional[str]) -> Optional[str]:
         return check_env_name(v)
+
+
+class StandInSpec(_Spec):
+    """``[stand_in]`` (rehearsal studies only): ``hub`` (a stand-in hub folder of the checkout,
+    :func:`pointfail.testing.hub.load_catalog`) and ``judge`` (``"ollama"``: the scripted Ollama-API
+    server); reproduce starts them on loopback for the run (``pointfail_runner.prepare.stand_ins``)."""
+
+    hub: Optional[RelPath] = None
+    judge: Optional[Literal["ollama"]] = None
+
+    @field_validator("hub")
+    @classmethod
+    def _relative(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else safe_relative(v)
 
 
 class AggregateSpec(_Spec):
@@ -363,6 +386,7 @@ class Study(_Spec):
     benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    stand_in: Optional[StandInSpec] = None
     aggregate: AggregateSpec = Field(default_factory=AggregateSpec)
     path: Optional[Path] = Field(default=None, exclude=True, strict=False)
 

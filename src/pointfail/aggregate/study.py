@@ -118,6 +118,11 @@ def _read_config(d: Path) -> tuple[str, dict[str, Any]]:
         except StudyError as e:
             raise AggregateError(str(e)) from None
         config = spec.aggregate.model_dump()
+        from pointfail.judge.lineage import lineage_note
+
+        note = lineage_note(spec.model_dump())
+        if note:
+            config["judge_note"] = note  # the failure composition table's judge line (outcomes.py)
         # the study's own name, so tables regenerated in another directory (make reproduce writes
         # under work/) carry the same title bytes as the committed ones
         name = spec.name

@@ -123,6 +123,14 @@ class Family:
     decline_prompt: ClassVar[Optional[str]] = 'If there is no such target in the image, answer exactly: not present.'
     decline_answer: ClassVar[str] = "not present"
     declines_by_silence: ClassVar[bool] = False
+    lineage: ClassVar[tuple[str, ...]] = ()
+    """Model lines the family's checkpoints derive from (the developers' line and the language models
+    they are built on, lower case), for the out-of-family judge check (:mod:`pointfail.judge.lineage`);
+    empty for baselines that are no model."""
+    image_requirements: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
+    """``{package: (why, checkpoints)}``: a package the named checkpoints need in the family's image
+    (their own remote code imports it); a run refuses them before any work on an image variant whose
+    lock lacks it."""
 
     # ---------------------------------------------------------------- prompts
 

@@ -22,6 +22,7 @@ class Florence2(LocTokenFamily):
     """Florence-2 <loc_N> tokens, 1000 bins, x first."""
 
     name = "florence2"
+    lineage = ("florence",)  # Florence-2
     frame = Frame("bins_1000", "bins", 1000, "xy", "1000 bins per axis, x before y (Florence-2 <loc_N>)")
     checkpoints = ("microsoft/Florence-2-base", "microsoft/Florence-2-large")
     backend = None

@@ -22,6 +22,7 @@ class Gemini(Family):
     """Gemini JSON, 0-1000 grid, y first."""
 
     name = "gemini"
+    lineage = ("gemini", "gemma")  # Gemma models derive from Gemini research and technology (Gemma reports)
     frame = Frame("grid_1000_yx", "grid", 1000, "yx", "0-1000 grid, y before x (Gemini point / box_2d)")
     checkpoints = ()
     backend = None

@@ -31,6 +31,7 @@ class GTA1(Family):
     """GTA1 (x,y), resized-input pixels."""
 
     name = "gta1"
+    lineage = ("gta1", "qwen")  # GTA1 is fine-tuned from Qwen2.5-VL
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("Salesforce/GTA1-7B", "Salesforce/GTA1-32B", "Salesforce/GTA1-72B")
     backend = None

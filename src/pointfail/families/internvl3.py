@@ -25,6 +25,7 @@ class InternVL3(Family):
     """InternVL3 <box>[[...]]</box> answers, 0-1000 grid."""
 
     name = "internvl3"
+    lineage = ("internvl", "qwen")  # InternVL3 pairs InternViT with Qwen2.5 language models (InternVL3 report)
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the image (InternVL <box>)")
     checkpoints = ("OpenGVLab/InternVL3-1B", "OpenGVLab/InternVL3-2B", "OpenGVLab/InternVL3-8B")
     backend = "pointfail.backends.internvl3"

@@ -38,6 +38,7 @@ class Kosmos2(Family):
     """Kosmos-2 patch-index boxes, 32x32 grid."""
 
     name = "kosmos2"
+    lineage = ("kosmos",)  # Kosmos-2
     frame = Frame("patch_grid_32", "patch_grid", N, "xy", "32x32 patch grid, patch index -> patch centre (Kosmos-2)")
     checkpoints = ("microsoft/kosmos-2-patch14-224",)
     backend = None

@@ -34,6 +34,7 @@ class Molmo2(Family):
     """Molmo2 coords attribute, 0-1000 grid."""
 
     name = "molmo2"
+    lineage = ("molmo", "olmo", "qwen")  # Molmo2 checkpoints are built on Qwen3 and OLMo3 language models (Molmo2 model cards)
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the image (Molmo2 coords)")
     checkpoints = ("allenai/Molmo2-4B", "allenai/Molmo2-8B")
     backend = "pointfail.backends.molmo2"

@@ -27,6 +27,7 @@ class OpenCUA(Family):
     """OpenCUA pyautogui calls, resized-input pixels."""
 
     name = "opencua"
+    lineage = ("opencua", "qwen")  # OpenCUA is built on Qwen2.5-VL
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("xlangai/OpenCUA-7B", "xlangai/OpenCUA-32B")
     # the OpenCUA model card converts with smart_resize(factor=28, min_pixels=3136, max_pixels=12845056)

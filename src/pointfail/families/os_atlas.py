@@ -32,6 +32,7 @@ class OSAtlas(Family):
     """OS-Atlas box tags (Base-7B) or InternVL2 lists (Base-4B), 0-1000 grid."""
 
     name = "os_atlas"
+    lineage = ("os-atlas", "qwen")  # OS-Atlas Pro is built on Qwen2-VL
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the screenshot (OS-Atlas box tags)")
     checkpoints = ("OS-Copilot/OS-Atlas-Base-4B", "OS-Copilot/OS-Atlas-Base-7B")
     backend = None

@@ -30,6 +30,7 @@ class PaliGemma(LocTokenFamily):
     """PaliGemma <locNNNN> detection tokens, n/1023 of the side, y first."""
 
     name = "paligemma"
+    lineage = ("gemma", "paligemma")  # PaliGemma is built on Gemma
     frame = Frame("loc_1024_yx", "bin_index", 1024, "yx",
                   "<loc0000>..<loc1023> = n/1023 of the side, y before x (PaliGemma, big_vision)")
     checkpoints = ("google/paligemma-3b-mix-448", "google/paligemma2-3b-mix-448")

@@ -26,6 +26,7 @@ class Qwen25VL(QwenJSONFamily):
     """Qwen2.5-VL JSON/XML answers, resized-input pixels."""
 
     name = "qwen2_5_vl"
+    lineage = ("qwen",)  # Qwen2.5-VL
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
     resize = SMART_RESIZE_DEFAULTS["qwen2_5_vl"]

@@ -19,6 +19,7 @@ class Qwen3VL(QwenJSONFamily):
     """Qwen3-VL JSON/XML answers, 0-1000 grid."""
 
     name = "qwen3_vl"
+    lineage = ("qwen",)  # Qwen3-VL
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid relative to the image (Qwen3-VL)")
     checkpoints = (
         "Qwen/Qwen3-VL-2B-Instruct",

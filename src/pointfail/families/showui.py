@@ -23,6 +23,7 @@ class ShowUI(Family):
     """ShowUI [x, y] in 0-1."""
 
     name = "showui"
+    lineage = ("qwen", "showui")  # ShowUI is built on Qwen2-VL
     frame = Frame("unit", "unit", 1, "xy", "0-1 fractions of the screenshot (ShowUI)")
     checkpoints = ("showlab/ShowUI-2B",)
     backend = None

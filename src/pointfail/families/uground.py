@@ -28,6 +28,7 @@ class UGround(Family):
     """UGround (x, y), 0-1000 grid."""
 
     name = "uground"
+    lineage = ("qwen", "uground")  # UGround-V1 is built on Qwen2-VL
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the screenshot (UGround-V1)")
     checkpoints = ("osunlp/UGround-V1-2B", "osunlp/UGround-V1-7B", "osunlp/UGround-V1-72B")
     backend = None

@@ -59,6 +59,7 @@ class UITars(Family):
     """UI-TARS v1 actions, 0-1000 grid."""
 
     name = "ui_tars"
+    lineage = ("qwen", "ui-tars")  # UI-TARS is fine-tuned from Qwen2-VL / Qwen2.5-VL
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the screenshot (UI-TARS v1 start_box)")
     checkpoints = ("ByteDance-Seed/UI-TARS-2B-SFT", "ByteDance-Seed/UI-TARS-7B-DPO", "ByteDance-Seed/UI-TARS-72B-DPO")
     backend = None

@@ -22,6 +22,7 @@ class UITars15(UITars):
     """UI-TARS-1.5 actions, resized-input pixels."""
 
     name = "ui_tars_1_5"
+    lineage = ("qwen", "ui-tars")  # UI-TARS-1.5 is fine-tuned from Qwen2.5-VL
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("ByteDance-Seed/UI-TARS-1.5-7B",)
     resize = SMART_RESIZE_DEFAULTS["ui_tars_1_5"]
