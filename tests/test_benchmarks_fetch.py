@@ -56,10 +56,9 @@ def test_fetch_needs_a_pinned_commit(tmp_path):
         fetch("point-bench", tmp_path, revision="0" * 40)
 
 
-def test_fetch_argument_errors(tmp_path):
-    with pytest.raises(SystemExit) as e:
-        main(["data", "fetch", "refspatial"])  # --to is required
-    assert e.value.code == 2
+def test_fetch_argument_errors(tmp_path, capsys):
+    assert main(["data", "fetch", "refspatial"]) == 2  # --to is required without --study
+    assert "--to DIR is required without --study" in capsys.readouterr().err
     assert main(["data"]) == 2
 
 

@@ -27,6 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "models": ("transformers", "torch"),
     "web": ("playwright",),
     "ocr": ("pytesseract",),
+    "hub": ("huggingface_hub",),
 }
 """Extra name -> the top-level modules it makes importable (``httpx`` comes with ``ollama`` and
 ``openai``). ``cli`` is ``report`` and ``judge`` together; ``tqdm`` is a base dependency."""

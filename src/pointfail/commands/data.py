@@ -34,12 +34,19 @@ inconsistent.""",
         sub, "fetch", help="download a benchmark (pinned commit, verified)",
         description="""\
 Download a benchmark from its publisher's hub repository at the pinned commit and
-check every file against its recorded sha256. Needs network access to the hub.""",
-        example="pointfail data fetch refspatial --to data/refspatial",
+check every file against its recorded sha256. Needs network access to the hub
+(HF_ENDPOINT selects it). With --study, fetch the study's benchmark of that name
+into the study's data folder through the study's lock: the first fetch resolves an
+unpinned revision once and writes it, with a sha256 per file, to study.lock beside
+the study; later fetches use the lock and refuse files that do not match.""",
+        example=("pointfail data fetch refspatial --to data/refspatial",
+                 "pointfail data fetch point-bench --study records/pointfail-vlm/study.toml"),
     )
-    f.add_argument("benchmark", help="benchmark name (list: pointfail data sources)")
-    f.add_argument("--to", required=True, type=Path, help="target directory")
-    f.add_argument("--revision", default=None, help="a 40-hex commit to use instead of the pinned one")
+    f.add_argument("benchmark", help="benchmark name (list: pointfail data sources; with --study: the study's name)")
+    f.add_argument("--to", type=Path, help="target directory (required without --study)")
+    f.add_argument("--revision", default=None, help="a 40-hex commit to use instead of the pinned one (without --study)")
+    f.add_argument("--study", type=Path, help="records/<study>/study.toml: fetch through the study's lock")
+    f.add_argument("--lock", type=Path, help="with --study: the lock file (default: study.lock beside the study)")
     f.set_defaults(func=_fetch)
     s = add_command(sub, "sources", help="list where each benchmark is downloaded from",
                     description="List each benchmark's hub repository, its pinned commit and what it holds.",
@@ -63,6 +70,19 @@ def _fetch(args: argparse.Namespace) -> int:
     from pointfail.benchmarks import BenchmarkError
     from pointfail.benchmarks.fetch import FetchError, fetch
 
+    if args.study is not None:
+        from pointfail.studylock import LockError, fetch_benchmark
+
+        try:
+            out = fetch_benchmark(args.study, args.benchmark, to=args.to, lock_file=args.lock)
+        except LockError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"{args.benchmark}: downloaded and verified into {out}")
+        return 0
+    if args.to is None:
+        print("error: --to DIR is required without --study", file=sys.stderr)
+        return 2
     try:
         out = fetch(args.benchmark, args.to, revision=args.revision)
     except (BenchmarkError, FetchError) as e:
