@@ -11,7 +11,10 @@
 
 PYTHON  ?= python3
 RUNNER  := $(PYTHON) -m pointfail_runner
-VARIANT ?= cpu
+# Image variant: empty = cuda when the Docker Engine has a GPU runtime, else cpu (the runner decides);
+# VARIANT=cpu or VARIANT=cuda overrides.
+VARIANT ?=
+BUILD_VARIANT = $(or $(VARIANT),cpu)
 IMAGES  ?=
 SMOKE   := work/smoke
 STUDY   ?= default
@@ -24,7 +27,7 @@ help:
 
 # Python packages: the library and the runner (enough for reproduce/verify), or everything the tests use.
 install:
-	$(PYTHON) -m pip install -q -e . -e runner
+	$(PYTHON) -m pip install -q -e ".[judge,hub]" -e runner
 
 install-dev:
 	$(PYTHON) -m pip install -q torch==2.14.1 torchvision==0.29.1
@@ -35,11 +38,11 @@ prereqs: install
 
 # The main job: every stage of records/$(STUDY)/study.toml; exit 0 when the regenerated tables match.
 reproduce: install
-	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT)
+	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant=$(VARIANT)
 
 # How the committed records were made: like reproduce, but writes into records/$(STUDY)/.
 publish: install
-	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant $(VARIANT) --publish
+	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant=$(VARIANT) --publish
 
 # Offline, no Docker, no GPU: every study with records (or STUDY=name for one).
 verify: install
@@ -64,10 +67,10 @@ lock:
 
 # The host wheelhouse (wheelhouse/<image>/<variant>/) from the committed lock files.
 wheels:
-	$(RUNNER) wheels $(IMAGES) --variant $(VARIANT)
+	$(RUNNER) wheels $(IMAGES) --variant $(BUILD_VARIANT)
 
 images: base wheels
-	$(RUNNER) build $(IMAGES) --variant $(VARIANT)
+	$(RUNNER) build $(IMAGES) --variant $(BUILD_VARIANT)
 
 smoke:
 	$(PYTHON) -m pointfail generate sheets --n 8 --seed 1 --out $(SMOKE)/data/sheets

@@ -1,6 +1,6 @@
 """Benchmark: judge-stage wall time at concurrency c against sequential (concurrency 1).
 
-The fake Ollama server from ``tests/ollama_fake.py`` (run in its own process) answers at most ``c`` chat requests in parallel,
+The fake Ollama server ``pointfail.testing.ollama_fake`` (run in its own process) answers at most ``c`` chat requests in parallel,
 each after a fixed latency, so the ideal speedup at concurrency ``c`` is ``c``; the target is
 ``speedup >= 0.85 * c``. Each run judges the same ``N`` misses (1024x768 images, box targets, so the
 per-miss rendering cost is real) from a fresh copy of the records, with the whole stage timed: reading
@@ -78,7 +78,7 @@ def run_once(pristine: Path, work: Path, concurrency: int, server_parallel: int,
         shutil.rmtree(work)
     shutil.copytree(pristine, work)
     server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "ollama_fake.py"), "--latency", str(latency),
+        [sys.executable, "-m", "pointfail.testing.ollama_fake", "--latency", str(latency),
          "--max-parallel", str(server_parallel)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )

@@ -248,7 +248,7 @@ def test_judge_one_refused_connection_fails_at_once(tmp_path, monkeypatch, capsy
 
 def test_judge_one_counts_transport_failures(tmp_path, capsys):
     sys.path.insert(0, str(REPO / "tests"))
-    from ollama_fake import Action, FakeOllama
+    from pointfail.testing.ollama_fake import Action, FakeOllama
 
     img = _shot(tmp_path)
     with FakeOllama([Action(status=503), Action(status=500), "wrong_category"]) as srv:

@@ -1,10 +1,10 @@
-"""The Ollama judge client against a real HTTP server on loopback (tests/ollama_fake.py)."""
+"""The Ollama judge client against a real HTTP server on loopback (pointfail.testing.ollama_fake)."""
 
 import asyncio
 
 import pytest
 
-from ollama_fake import DIGEST, Action, FakeOllama
+from pointfail.testing.ollama_fake import DIGEST, Action, FakeOllama
 from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge, resolve_host
 from pointfail.judge.protocol import LABEL_SCHEMA
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from judge_fixtures import expected_oracle, make_study
-from ollama_fake import Action, FakeOllama
+from pointfail.testing.ollama_fake import Action, FakeOllama
 from pointfail.judge.client import OllamaJudge
 from pointfail.judge.stage import JOURNAL_SUFFIX, judge_study
 from pointfail.records import read_records
@@ -76,7 +76,7 @@ def scripted(behaviour):
     seen = Counter()
 
     def script(n, body):
-        from ollama_fake import instruction_of
+        from pointfail.testing.ollama_fake import instruction_of
 
         i = item(instruction_of(body))
         k = seen[i]
@@ -204,7 +204,7 @@ def test_other_role_beside_oracle_and_agreement(tmp_path):
     # the fake judge answers the oracle's label, except it calls every wrong_category hallucinated
     # and abstains on item 3 (hallucinated per oracle)
     def script(n, body):
-        from ollama_fake import instruction_of
+        from pointfail.testing.ollama_fake import instruction_of
 
         i = item(instruction_of(body))
         if i == 3:
@@ -289,7 +289,7 @@ def test_absent_target_prompt_says_so(tmp_path):
     prompts = {}
 
     def script(n, body):
-        from ollama_fake import instruction_of
+        from pointfail.testing.ollama_fake import instruction_of
 
         prompts[instruction_of(body)] = body["messages"][0]["content"]
         return "hallucinated"

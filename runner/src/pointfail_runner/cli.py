@@ -97,7 +97,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     rp.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
     rp.add_argument("--publish", action="store_true",
                     help="write records, tables and suite manifests into records/<study>/ instead of comparing")
-    rp.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    rp.add_argument("--variant", default="", choices=["", "cpu", "cuda"],
+                    help="image variant (default or empty: cuda when the Docker Engine has a GPU, else cpu)")
     rp.add_argument("--no-install", action="store_true", help="never install system packages; stop instead")
     _add_plan_commands(sub)
     args = ap.parse_args(argv)

@@ -139,32 +139,47 @@ def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], lis
     return drift, content
 
 
-def judge_stage(records: Path, tolerance_px: float, ollama_model: Optional[str], *, data_root: Path,
+def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[dict[str, str]] = None,
                 log: Callable[[str], None] = print) -> None:
-    """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`): the oracle as
-    primary judge (``[judge] oracle_tolerance_px``); when ``OLLAMA_HOST`` is set, the Ollama judge
-    (``[judge] ollama_model``, default :data:`pointfail.judge.client.DEFAULT_MODEL`) as a further
-    judge, then its agreement with the oracle.
+    """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`), as the study
+    names its judges (:func:`pointfail.judge.lineage.judge_plan`): the primary judge fills
+    ``Record.judge``, every compared judge ``other_judgments``. The oracle uses ``[judge]
+    oracle_tolerance_px``; the Ollama judge ``[judge] ollama_model`` at ``OLLAMA_HOST`` (``env`` first:
+    a rehearsal's stand-in judge). With a model judge at hand (``OLLAMA_HOST``) and the oracle primary,
+    the Ollama judge is compared too; with more than one judge their agreement is printed.
 
     Raises:
-        ReproduceError: a miss the oracle could not judge, or the Ollama judge left misses unjudged
-            for a reason other than its availability.
+        ReproduceError: the primary judge left misses without a final verdict (pending or
+            judge_unavailable), or a compared judge left misses pending.
     """
+    from pointfail.judge.agreement import agreement_report, format_text
+    from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
     from pointfail.judge.oracle import OracleJudge
     from pointfail.judge.stage import judge_study
 
-    rep = judge_study(records, OracleJudge(tolerance_px), data_root=data_root)
-    log(f"[reproduce] judge oracle: {rep.misses} misses, {rep.judged} judged, {rep.already} already judged")
-    if rep.problems:
-        raise ReproduceError("oracle judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
-    if os.environ.get("OLLAMA_HOST"):
-        from pointfail.judge.agreement import agreement_report, format_text
-        from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
+    host = (env or {}).get("OLLAMA_HOST") or os.environ.get("OLLAMA_HOST")
+    judges = list(plan.judges)
+    if "ollama" not in judges and host and plan.primary == "oracle":
+        judges.append("ollama")
+    for j in judges:
+        role = "primary" if j == plan.primary else "other"
+        if j == "oracle":
+            judge = OracleJudge(study.judge.oracle_tolerance_px)
+        elif j == "ollama":
+            judge = OllamaJudge(host=host, model=study.judge.ollama_model or DEFAULT_MODEL)
+        else:
+            from pointfail.judge.served import OpenAIJudge
 
-        rep = judge_study(records, OllamaJudge(model=ollama_model or DEFAULT_MODEL), role="other", data_root=data_root)
-        log(f"[reproduce] judge {rep.judge}: {rep.judged} judged, status {dict(sorted(rep.status.items()))}")
-        if rep.status.get("pending"):
-            raise ReproduceError("Ollama judge left misses pending:\n  " + "\n  ".join(rep.problems[:20]))
+            judge = OpenAIJudge(model=study.judge.openai_model, base_url=study.judge.openai_base_url,
+                                api_key_env=study.judge.openai_api_key_env)
+        rep = judge_study(records, judge, role=role, data_root=data_root)
+        log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
+            f"status {dict(sorted(rep.status.items()))}")
+        left = rep.status.get("pending", 0) + (rep.status.get("judge_unavailable", 0) if role == "primary" else 0)
+        if left:
+            raise ReproduceError(f"the {role} judge {rep.judge} left {left} misses without a verdict:\n  "
+                                 + "\n  ".join(rep.problems[:20]))
+    if len(judges) > 1:
         log(format_text(agreement_report(records)))
 
 
@@ -254,7 +269,9 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     from . import base as bmod
     from . import images as imod
     from .engine import ensure_engine
-    from .study import load_study
+    from pointfail.study import Roots
+
+    from .study import load_study, missing_inputs
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
@@ -270,7 +287,7 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     return EXIT_CONTENT_DRIFT if content else EXIT_OK
 
 
-def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: str = "cpu",
+def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: Optional[str] = None,
               out_root: Optional[Path] = None, install: bool = True, log: Callable[[str], None] = print) -> int:
     """Run every stage for ``study_file`` and print a table of stage wall times.
 
@@ -282,13 +299,9 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         ReproduceError / StudyError / PrereqError / EngineError: a stage could not run (message says
             which and why); nothing after it runs.
     """
-    from tabulate import tabulate
+    from pointfail.study import Roots
 
-    from . import base as bmod
-    from . import images as imod
-    from . import prereqs
-    from .engine import ensure_engine
-    from .study import load_study, missing_inputs, run_study
+    from .study import load_study, missing_inputs
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
@@ -296,20 +309,52 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
     work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name
-    # Studies that need weights or data on disk: check first, before any image is built (generated
-    # suites are made by the data stage below).
-    from pointfail.study import Roots
-
-    roots = Roots.for_study(study, repo, data=data_root)
     generated = [b for b in study.benchmarks if b.generator]
-    missing = missing_inputs(study, study.models, [b for b in study.benchmarks if not b.generator], roots,
-                             repo=repo, require_revisions=True)
-    if study.study.primary_judge == "ollama" and not os.environ.get("OLLAMA_HOST"):
-        missing.append(f"judge: OLLAMA_HOST is not set <- make -C images/judge pull-model serve "
-                       f"(model {study.judge.ollama_model}), then export OLLAMA_HOST=http://HOST:11434")
+    stand_in = study.stand_in is not None
+    # Before any work: the judges (out-of-family), the variant, and what is missing.
+    from pointfail.judge.lineage import LineageError, judge_plan
+
+    from . import prepare
+
+    try:
+        plan = judge_plan(study.model_dump())
+    except LineageError as e:
+        raise ReproduceError(f"study {study.name}: {e}") from None
+    variant = prepare.choose_variant(variant, None, log=log)
+    # A rehearsal's stand-in hub provides every benchmark and checkpoint in the fetch stage; otherwise
+    # what is missing is listed with the command that provides it (the fetch commands lock revisions).
+    missing = [] if stand_in else missing_inputs(study, study.models, [b for b in study.benchmarks if not b.generator],
+                                                 Roots.for_study(study, repo, data=data_root), repo=repo,
+                                                 require_revisions=True)
+    missing += prepare.judge_missing(plan, study.model_dump(), stand_in)
+    missing += prepare.variant_problems(repo, study, variant)
     if missing:
         raise ReproduceError(f"study {study.name} cannot run here; missing before any work:\n  "
                              + "\n  ".join(missing))
+    committed_lock = committed / "study.lock"
+    lock_file = committed_lock if publish else records / "study.lock"
+    if not publish:
+        records.mkdir(parents=True, exist_ok=True)
+        if committed_lock.is_file():
+            shutil.copyfile(committed_lock, lock_file)
+        else:
+            lock_file.unlink(missing_ok=True)
+
+    with prepare.stand_ins(repo, study.model_dump(), log=log) as env:
+        return _stages(repo, study, plan, env, committed, work, records, data_root, generated, lock_file, committed_lock,
+                       publish=publish, variant=variant, install=install, log=log)
+
+
+def _stages(repo, study, plan, env, committed, work, records, data_root, generated, lock_file, committed_lock, *,
+            publish, variant, install, log) -> int:
+    """The timed stages of :func:`reproduce` (the stand-ins, if any, are running)."""
+    from tabulate import tabulate
+
+    from . import base as bmod
+    from . import images as imod
+    from . import prepare, prereqs
+    from .engine import ensure_engine
+    from .study import run_study
 
     t_start = time.monotonic()
     marks: list[tuple[str, float, float]] = []
@@ -334,6 +379,14 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
 
     built = timed("images", build_all)
 
+    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
+                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
+    if needs_fetch:
+        fetch_cmds: list[str] = []
+        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
+              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
+                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
+
     checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
           lambda: checks.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
@@ -347,12 +400,13 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         for m in study.models:
             (records / m.name).mkdir(parents=True, exist_ok=True)
         run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
-                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client, log=log)
+                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client, log=log,
+                  lock_file=lock_file)
 
     timed("runs (one model container at a time)", runs)
 
     def judge():
-        judge_stage(records, study.judge.oracle_tolerance_px, study.judge.ollama_model, data_root=repo, log=log)
+        judge_stage(records, study, plan, data_root=repo, env=env, log=log)
 
     timed("judge", judge)
     timed("aggregate", lambda: aggregate_study(records, log=log))
@@ -363,6 +417,14 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: s
         if publish:
             return
         table_diffs.extend(compare_tables(records / "tables", committed / "tables"))
+        if lock_file.is_file() and lock_file != committed_lock:
+            if not committed_lock.is_file():
+                log(f"[reproduce] study lock written to {_shown(lock_file, repo)}: copy it to "
+                    f"{_shown(committed_lock, repo)} and commit it to pin this study")
+            elif lock_file.read_bytes() != committed_lock.read_bytes():
+                table_diffs.append(f"study.lock: {_shown(lock_file, repo)} differs from {_shown(committed_lock, repo)}")
+            else:
+                log(f"[reproduce] study lock {_shown(lock_file, repo)} matches {_shown(committed_lock, repo)} byte for byte")
         if not table_diffs:
             log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
 

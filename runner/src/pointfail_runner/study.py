@@ -142,16 +142,26 @@ def _shown(path: Path, repo: Path) -> Path:
 def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, repo: Path,
                    require_revisions: bool = False) -> list[str]:
     """Everything the selected models and benchmarks of a study need on disk and lack, one line each
-    with what provides it: a generated suite's data (``make data``), another benchmark's data
-    (``pointfail data fetch``), a family without a worker backend, a model's weights
-    (``huggingface-cli download``) and the weights manifest of a backend that runs the checkpoint's own
-    code; with ``require_revisions`` (``make reproduce``) also every weight-backed model whose revision
-    is not pinned. Served models need nothing here. Empty when the study can run. The one check
-    ``pointfail-runner run`` and ``make reproduce`` make."""
+    with the command that provides it: a generated suite's data (``make data``), another benchmark's
+    data (``pointfail data fetch BENCH --study FILE --to DIR``), a family without a worker backend, a
+    model's weights and, for a backend that runs the checkpoint's own code, its weights manifest
+    (``pointfail weights fetch MODEL --study FILE --to DIR``, which writes the manifest the study
+    names at the first fetch). Both fetch commands go through the study lock
+    (:mod:`pointfail.studylock`): an unpinned revision is resolved once and locked beside the study.
+    With ``require_revisions`` also every weight-backed model whose revision is neither pinned in the
+    study nor held by its lock. Served models need nothing here. Empty when the study can run. The
+    one check ``pointfail-runner run``, ``submit`` and ``make reproduce`` make."""
     from pointfail.families import get_family
+    from pointfail.studylock import LockError, lock_path, read_lock
 
     repo = Path(repo).resolve()
+    study_file = _shown(Path(study.path).resolve(), repo) if study.path is not None else "records/<study>/study.toml"
     missing = []
+    try:
+        locked = read_lock(lock_path(study.path))["models"] if study.path is not None else {}
+    except LockError as e:
+        locked = {}
+        missing.append(f"study lock: {e}")
     for b in benchmarks:
         d = roots.data_dir(b)
         if d.is_dir():
@@ -160,7 +170,8 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
         if b.generator:
             missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}")
         else:
-            missing.append(f"data for {b.name}: {shown} <- pointfail data fetch {b.loader} --to {shown}")
+            missing.append(f"data for {b.name}: {shown} <- pointfail data fetch {b.name} --study {study_file} "
+                           f"--to {shown}")
     for m in models:
         if isinstance(m, ServerModel):
             continue
@@ -168,23 +179,23 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
         if fam.backend is None:
             missing.append(f"model {m.name}: family {m.family} has no worker backend")
         w = roots.weights_dir(m) if needs_weights(m) else None
+        fetch = f"pointfail weights fetch {m.name} --study {study_file}" + (f" --to {_shown(w, repo)}" if w else "")
         if fam.backend in REMOTE_CODE_BACKENDS and not m.weights_manifest:
             missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
-                           f"record one right after download (pointfail weights-manifest {w} --out "
-                           f"{study.dir}/weights/{m.name}.manifest.json) and name it as weights_manifest")
-        elif m.weights_manifest:
-            man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest")
-            if not man.is_file():
-                missing.append(f"weights manifest for {m.name}: {man}")
+                           f"name one in the study (weights_manifest = \"weights/{m.name}.manifest.json\"): "
+                           f"{fetch} writes it at the first fetch")
+        man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest") if m.weights_manifest else None
+        man_missing = man is not None and not man.is_file()
+        if w is not None and not w.is_dir():
+            also = f" and its weights manifest {_shown(man, repo)}" if man_missing else ""
+            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {_shown(w, repo)}{also} <- {fetch}")
+            continue
+        if man_missing:
+            missing.append(f"weights manifest for {m.name}: {_shown(man, repo)} <- {fetch}")
         if w is None:
             continue
-        if not w.is_dir():
-            shown = _shown(w, repo)
-            rev = m.revision or "<pin a 40-hex commit in study.toml first>"
-            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {shown} <- huggingface-cli download "
-                           f"{m.checkpoint} --revision {rev} --local-dir {shown}")
-        if require_revisions and not m.revision:
-            missing.append(f"revision {m.name}: not pinned in {study.path}")
+        if require_revisions and not m.revision and m.name not in locked:
+            missing.append(f"revision {m.name}: neither pinned in {study_file} nor in its lock <- {fetch}")
     return missing
 
 
@@ -234,7 +245,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               limit: Optional[int] = None, wall_clock_s: float = 6 * 3600, mem_limit: str = "8g",
               batch_size: Optional[int] = None, progress: bool = True, client=None,
               base_lock: Optional[Path] = None, fix_permissions: bool = False,
-              log: Callable[[str], None] = print) -> dict[str, dict[str, int]]:
+              log: Callable[[str], None] = print, lock_file: Optional[Path] = None) -> dict[str, dict[str, int]]:
     """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
 
     Roots (:class:`pointfail.study.Roots`): data ``data_root`` (default ``repo/data/<study>``), weights
@@ -243,6 +254,10 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     ``<data root>/<data_dir or name>``, a model's weights ``<weights root>/<weights or name>``; each
     must resolve inside its root. Every missing data or weights folder is listed before any container
     runs.
+
+    A model without a pinned ``revision`` runs at the commit the study lock holds for it
+    (``lock_file``, default ``study.lock`` beside the study file): passed to the worker (Molmo's remote
+    code refuses to run unpinned) and recorded in the provenance.
 
     Raises:
         StudyError: a bad study file (every problem named), a path outside its root, missing data or
@@ -286,6 +301,11 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
         if served:
             built, prov = None, _served_provenance(m)
         else:
+            from pointfail.studylock import lock_path, read_lock
+
+            locked = read_lock(lock_file or lock_path(study.path))["models"].get(m.name)
+            if not m.revision and locked:
+                m = m.model_copy(update={"revision": locked["revision"]})
             built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
                                       base_lock=base_lock, log=log)
             prov = _provenance(repo, m.image, variant, built.id, m)

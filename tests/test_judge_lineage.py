@@ -1,0 +1,86 @@
+"""Which judges a study names, the out-of-family (lineage) rule, and the image variant rule."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pointfail.judge.lineage import LineageError, judge_plan, lineage_note
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _raw(name: str) -> dict:
+    return tomllib.loads((REPO / "records" / name / "study.toml").read_text())
+
+
+def _study(models, primary="ollama", judge=None, benchmarks=None):
+    return {"study": {"name": "s", "primary_judge": primary},
+            "benchmarks": benchmarks if benchmarks is not None else [{"name": "pb", "loader": "point-bench"}],
+            "models": models, "judge": {"ollama_model": "gemma4:31b", **(judge or {})}}
+
+
+def test_source_study_judge_is_primary_and_out_of_lineage():
+    plan = judge_plan(_raw("pointfail-vlm"))
+    assert plan.primary == "ollama" and plan.compared == () and plan.lineage == ("gemini", "gemma")
+    assert lineage_note(_raw("pointfail-vlm")) == ("ollama judge gemma4:31b (primary), lineage gemini, gemma: out of "
+                                                   "the lineage of every evaluated model.")
+    assert judge_plan(_raw("pointfail-vlm-rehearsal")).primary == "ollama"
+    # the default study is judged by the oracle only: no model judge, no note
+    assert judge_plan(_raw("default")).judges == ("oracle",) and lineage_note(_raw("default")) is None
+
+
+def test_in_lineage_judge_refused_unless_the_study_says_so():
+    models = [{"name": "pg", "family": "paligemma"}, {"name": "q", "family": "qwen2_5_vl"}]
+    with pytest.raises(LineageError, match=r"shares lineage with evaluated models: pg \(gemma\)"):
+        judge_plan(_study(models, judge={"lineage": ["gemma"]}))
+    raw = _study(models, judge={"lineage": ["gemma"], "allow_in_lineage": True})
+    assert judge_plan(raw).allow_in_lineage
+    assert lineage_note(raw) == ("ollama judge gemma4:31b (primary), lineage gemma: IN-LINEAGE for pg (shares gemma), "
+                                 "allowed explicitly by the study (allow_in_lineage = true).")
+    # a model's own lineage key counts too (a Qwen-based judge against a study model declared qwen-derived)
+    with pytest.raises(LineageError, match=r"q \(qwen\)"):
+        judge_plan(_study([{"name": "q", "family": "json_pixels", "lineage": ["Qwen"]}], judge={"lineage": ["qwen"]}))
+
+
+def test_judges_need_what_they_judge_with():
+    with pytest.raises(LineageError, match="lineage is not declared"):
+        judge_plan(_study([{"name": "q", "family": "qwen2_5_vl"}]))
+    with pytest.raises(LineageError, match="oracle judge needs scene graphs"):
+        judge_plan(_study([{"name": "q", "family": "qwen2_5_vl"}], primary="oracle"))
+    with pytest.raises(LineageError, match="unknown judge 'gpt'"):
+        judge_plan(_study([], judge={"compared": ["gpt"], "lineage": ["gemma"]}))
+    # both: a model judge primary, the oracle compared, on a study with a generated suite
+    raw = _study([{"name": "c", "family": "center"}], judge={"compared": ["oracle"], "lineage": ["gemma"]},
+                 benchmarks=[{"name": "sheets", "loader": "suite", "generator": "sheets", "n": 2, "seed": 1}])
+    assert judge_plan(raw).judges == ("ollama", "oracle")
+
+
+def test_variant_follows_the_engine_and_refuses_what_cannot_run(monkeypatch):
+    from pointfail_runner import prepare
+    from pointfail_runner.study import load_study
+
+    monkeypatch.setenv("POINTFAIL_GPU", "1")
+    assert prepare.choose_variant("", log=lambda m: None) == "cuda"
+    assert prepare.choose_variant("cpu", log=lambda m: None) == "cpu"
+    monkeypatch.setenv("POINTFAIL_GPU", "0")
+    assert prepare.choose_variant(None, log=lambda m: None) == "cpu"
+    src = load_study(REPO / "records/pointfail-vlm/study.toml")
+    problems = prepare.variant_problems(REPO, src, "cpu")
+    assert [p.split(" ")[1] for p in problems] == ["molmo-7b-d", "molmoe-1b"]
+    assert "imports torchvision" in problems[0] and "requirements-cpu.lock has no torchvision" in problems[0]
+    assert prepare.variant_problems(REPO, src, "cuda") == []  # the CUDA lock pins torchvision
+    # the rehearsal's Molmo stand-in carries its own code, which needs no torchvision
+    assert prepare.variant_problems(REPO, load_study(REPO / "records/pointfail-vlm-rehearsal/study.toml"), "cpu") == []
+
+
+def test_stand_in_judge_labels_by_the_rendered_miss():
+    from pointfail_runner.prepare import standin_judge_label
+
+    a = {"messages": [{"role": "user", "content": "x", "images": ["aGVsbG8="]}]}
+    b = {"messages": [{"role": "user", "content": "y", "images": ["aGVsbG8="]}]}
+    assert standin_judge_label(a) == standin_judge_label(b)  # the image decides, not the prompt
+    labels = {standin_judge_label({"messages": [{"images": [str(i)]}]}) for i in range(40)}
+    assert labels == {"off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"}
