@@ -286,3 +286,23 @@ def test_kill_9_mid_write_leaves_the_old_records_or_the_new(tmp_path):
     from pointfail.records import records_files
 
     assert records_files(tmp_path) == [dst]  # a leftover temporary file is hidden, never read as records
+
+
+def test_container_logs_are_capped_and_made_printable(tmp_path):
+    """A container that floods its log with terminal escape sequences: the terminal gets printable
+    lines cut to a bounded length, the log file stops at its cap and says how much was dropped."""
+    from pointfail_runner.container import _LogSink
+
+    shown: list[str] = []
+    sink = _LogSink(tmp_path / "container.log", shown.append, cap=1 << 20)
+    evil = b"\x1b]0;pwned\x07\x1b[2J\r\x9b31m" + b"\xe2\x80\xae" + b"A" * 5000 + b"\n"
+    for _ in range(4000):  # about 20 MB
+        sink.feed(evil)
+    sink.close()
+    data = (tmp_path / "container.log").read_bytes()
+    assert (1 << 20) <= len(data) < (1 << 20) + 200
+    assert data.rstrip().endswith(b"more bytes of log were not kept]")
+    assert all("\x1b" not in s and "\x07" not in s and "\r" not in s and "\u202e" not in s for s in shown)
+    assert shown[0].startswith("\\x1b]0;pwned\\x07\\x1b[2J\\x0d") and "…[+" in shown[0]
+    assert max(len(s) for s in shown) < 2100 and len(shown) < 300  # bounded by the cap, not by the flood
+    assert sink.dropped > 10_000_000
