@@ -266,7 +266,11 @@ def test_journal_of_another_judge_is_applied_not_dropped(tmp_path):
     # an interrupted oracle run left one verdict in its journal
     graph = json.loads((tmp_path / "data" / "test" / "scene_graphs" / "0000.json").read_text())
     j = oracle_judgment(graph, "button:a", (54, 20), 8.0)
-    append_jsonl(journal, {"sample_id": "miss-000", "role": "primary", "judgment": j.model_dump(mode="json")})
+    from pointfail.integrity import record_digest
+
+    digest = record_digest(recs(study)["miss-000"])  # verdicts are keyed by the record they were made for
+    append_jsonl(journal, {"sample_id": "miss-000", "record_sha256": digest, "role": "primary",
+                           "judgment": j.model_dump(mode="json")})
     with FakeOllama(default="hallucinated") as srv:
         rep = judge_study(study, ollama(srv), role="other")
     assert rep.resumed == 1 and not journal.exists()
@@ -343,3 +347,27 @@ def test_box_task_misses_are_judged_at_the_box_centre(tmp_path):
     assert rep.status == Counter({"labeled": 2})
     got = {r.sample_id: r.judge.label for r in read_records(path)}
     assert got == {"miss-000": "off_by_pixels", "miss-001": "wrong_instance"}
+
+
+def test_stale_journal_is_not_applied_to_regenerated_records(tmp_path):
+    """A journal left by an interrupted run, then the records regenerated (a new raw reply for the
+    same sample): its verdict was made for the old record and must not label the new one."""
+    from pointfail.integrity import record_digest
+    from pointfail.records import Judgment, append_jsonl, write_records
+
+    study = make_study(tmp_path, n_misses=2)
+    path = study / "m" / "suite.jsonl"
+    journal = path.with_name(path.name + JOURNAL_SUFFIX)
+    old = recs(study)
+    for sid in ("miss-000", "miss-001"):
+        append_jsonl(journal, {"sample_id": sid, "record_sha256": record_digest(old[sid]), "role": "primary",
+                               "judgment": Judgment(judge="oracle", status="labeled", label="wrong_category").model_dump(mode="json")})
+    # the records are regenerated: miss-001's reply changed
+    new = [r if r.sample_id != "miss-001" else r.model_copy(update={
+        "response": r.response.model_copy(update={"raw_text": (r.response.raw_text or "") + " "})}) for r in old.values()]
+    write_records(path, new)
+    rep = judge_study(study, "oracle")
+    assert rep.resumed == 1 and rep.stale == 1 and not journal.exists()
+    r = recs(study)
+    assert r["miss-000"].judge.label == "wrong_category"  # journaled for this very record: applied
+    assert r["miss-001"].judge != Judgment(judge="oracle", status="labeled", label="wrong_category")  # judged afresh

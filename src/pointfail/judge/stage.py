@@ -9,7 +9,10 @@ files :func:`pointfail.records.records_files` finds, the same rule every stage u
 
 1. Reads and validates the file (``records.read_records``; a bad line is an error naming file and line).
 2. If a journal ``<file>.judging`` exists (left by an interrupted run), applies its verdicts first
-   (each to the slot it was written for, whatever judge wrote it).
+   (each to the slot it was written for, whatever judge wrote it). Verdicts are keyed by sample id
+   *and* the sha256 of the record they were made for (``integrity.record_digest``): a verdict for a
+   record that was regenerated since is not applied (counted ``stale``), so a stale journal never
+   labels a new record.
 3. Selects the misses without a verdict from this judge in this role: ``role="primary"`` fills
    ``Record.judge`` when it is ``None``, ``pending`` or ``judge_unavailable``; ``role="other"`` fills the
    entry of ``Record.other_judgments`` with this judge's name when it is missing, ``pending`` or
@@ -51,6 +54,7 @@ from pointfail.judge.miss import Judge, Miss, MissUnusable
 from pointfail.records import (
     Judgment,
     Record,
+    RecordError,
     append_jsonl,
     canonical_json,
     iter_jsonl,
@@ -82,6 +86,8 @@ class StageReport:
         files: records files read; misses: misses in them.
         already: misses that had a final verdict from this judge before the run.
         resumed: verdicts recovered from journals of an interrupted run.
+        stale: journal verdicts not applied because they were written for another version of the
+            record (its sha256 differs: the records were regenerated since) or are malformed.
         judged: misses judged in this run; status: their statuses (labeled, unlabeled,
             judge_unavailable, pending).
         labels: labels given in this run.
@@ -94,6 +100,7 @@ class StageReport:
     misses: int = 0
     already: int = 0
     resumed: int = 0
+    stale: int = 0
     judged: int = 0
     status: Counter = field(default_factory=Counter)
     labels: Counter = field(default_factory=Counter)
@@ -108,6 +115,7 @@ class StageReport:
             "misses": self.misses,
             "already": self.already,
             "resumed": self.resumed,
+            "stale": self.stale,
             "judged": self.judged,
             "status": dict(sorted(self.status.items())),
             "labels": dict(sorted(self.labels.items())),
@@ -179,24 +187,46 @@ class _FileState:
     records: list[Record]
     journal: Path
     results: dict[str, Judgment] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
 
     def log(self, sample_id: str, role: str, judgment: Judgment) -> None:
         self.results[sample_id] = judgment
-        append_jsonl(self.journal, {"sample_id": sample_id, "role": role, "judgment": judgment.model_dump(mode="json")})
+        append_jsonl(self.journal, {"sample_id": sample_id, "record_sha256": self.digests.get(sample_id),
+                                    "role": role, "judgment": judgment.model_dump(mode="json")})
 
 
 def _load_file(path: Path, judge_name: str, role: str, report: StageReport) -> _FileState:
+    from pydantic import ValidationError
+
+    from pointfail.integrity import record_digest
+
     records = read_records(path)
-    state = _FileState(path=path, records=records, journal=path.with_name(path.name + JOURNAL_SUFFIX))
+    state = _FileState(path=path, records=records, journal=path.with_name(path.name + JOURNAL_SUFFIX),
+                       digests={r.sample_id: record_digest(r) for r in records})
     if state.journal.exists():
         by_id = {r.sample_id: r for r in records}
-        for _, entry in iter_jsonl(state.journal):
-            rec = by_id.get(entry.get("sample_id"))
+        try:
+            entries = list(iter_jsonl(state.journal))
+        except RecordError as e:  # a torn line in the middle: the journal cannot be trusted
+            report.problems.append(f"{state.journal}: ignored ({e})")
+            entries = []
+        for _, entry in entries:
+            rec = by_id.get(entry.get("sample_id")) if isinstance(entry, dict) else None
             if rec is None or entry.get("role") not in ("primary", "other"):
+                continue
+            if entry.get("record_sha256") != state.digests[rec.sample_id]:
+                # written for a record that has been regenerated since (or by a version that did not
+                # key verdicts by record): it is not this record's verdict
+                report.stale += 1
+                continue
+            try:
+                judgment = Judgment.model_validate(entry["judgment"])
+            except (KeyError, ValidationError):
+                report.stale += 1
                 continue
             # every journaled verdict goes to its own slot, whichever judge and role this run has,
             # since the journal is deleted once the file is rewritten
-            apply_judgment(rec, Judgment.model_validate(entry["judgment"]), entry["role"])
+            apply_judgment(rec, judgment, entry["role"])
             report.resumed += 1
     return state
 
