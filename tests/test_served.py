@@ -21,12 +21,19 @@ from pointfail.frames import smart_resize
 from pointfail.prompts import build_prompt
 from pointfail.records import ImageRef, Response, Sample, Target
 from pointfail.scoring import build_record
-from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
+from pointfail.served.backend import ServerUnavailable, run_served
 from pointfail.served.inputs import PixelBudget, documented_downscale, plan_input
 from pointfail.served.options import ServedOptions, response_format
+from pointfail.study import model_spec
 from pointfail.testing.openai_fake import Action, FakeOpenAI
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05)
+
+
+def served_model(base_url, model, family, options=None):
+    """A ``kind = "server"`` model, validated as a study's [[models]] table is."""
+    return model_spec({"kind": "server", "name": "served", "family": family, "base_url": base_url, "model": model,
+                       "options": options if options is not None else {}})
 
 
 def _requests(path: Path, image: Path, n: int, prompt: str = "point to it", task: str = "point") -> Path:
@@ -78,7 +85,7 @@ def test_bursts_timeout_dead_connection_100_samples(tmp_path, small_png):
     req = _requests(tmp_path / "req.jsonl", small_png, 100)
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(script, model="m") as fk:
-        model = ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=8, timeout_s=2.0, **FAST))
+        model = served_model(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=8, timeout_s=2.0, **FAST))
         s = run_served(model, req, out)
         max_in_flight = fk.max_in_flight
         results = [c["result"] for c in fk.chats]
@@ -106,7 +113,7 @@ def test_refusal_and_content_filter_are_recorded_not_retried(tmp_path, small_png
     req = _requests(tmp_path / "req.jsonl", small_png, 2)
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(script, model="m") as fk:
-        s = run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, **FAST)), req, out)
+        s = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, **FAST)), req, out)
         assert len(fk.chats) == 2  # no retry
     by = {x["sample_id"]: x for x in _lines(out)}
     assert by["s000"]["served"]["refusal"] == "I can't help with that." and by["s000"]["raw_text"] == ""
@@ -128,7 +135,7 @@ def test_client_errors_are_recorded_and_unknown_model_is_not_retried(tmp_path, s
         f.write(json.dumps({"sample_id": "bad-image", "image": str(tmp_path / "missing.png"), "prompt": "x"}) + "\n")
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(None, model="m") as fk:
-        s = run_served(ServedModel(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        s = run_served(served_model(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out)
         assert len(fk.chats) == 0  # 404 answered before the script; one request per sample
     by = {x["sample_id"]: x for x in _lines(out)}
     assert by["bad-image"]["error"].startswith("image not found")
@@ -144,19 +151,51 @@ def test_server_down_leaves_samples_for_the_rerun(tmp_path, small_png):
     req = _requests(tmp_path / "req.jsonl", small_png, 6)
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(lambda n, r: Action(status=503) if n >= 2 else "first", model="m") as fk:
-        model = ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, retries=2, **FAST))
+        model = served_model(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, retries=2, **FAST))
         with pytest.raises(ServerUnavailable) as ei:
             run_served(model, req, out)
     assert len(ei.value.pending) == 4
     assert [x["sample_id"] for x in _lines(out)] == ["s000", "s001"]
     with FakeOpenAI(None, default_reply="second", model="m") as fk:
-        s = run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        s = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out)
         assert len(fk.chats) == 4
     assert s.skipped == 2 and s.answered == 4
     lines = _lines(out)
     assert sorted(x["sample_id"] for x in lines) == [f"s{i:03d}" for i in range(6)]
     assert [x["raw_text"] for x in lines] == ["first"] * 2 + ["second"] * 4
 
+
+
+def test_responses_go_through_the_job_files_module(tmp_path, small_png):
+    """Served responses are job responses: written by jobs.ResponseWriter (one writer per file: a second
+    run on the same file is refused while one holds it), read back by jobs.read_responses with their
+    "served" object, and a reply the job format refuses becomes that sample's error response."""
+    from pointfail.jobs import ResponseWriter, read_responses
+    from pointfail.worker import WorkerError
+
+    req = _requests(tmp_path / "req.jsonl", small_png, 3)
+    out = tmp_path / "resp.jsonl"
+    from pointfail.limits import MAX_RESPONSE_RAW_TEXT_CHARS
+
+    script = ["a", "x" * (MAX_RESPONSE_RAW_TEXT_CHARS + 1), "c"]
+    with FakeOpenAI(script, model="m") as fk:
+        model = served_model(fk.url, "m", "json_pixels", options=ServedOptions(concurrency=1, **FAST))
+        with ResponseWriter(out):
+            with pytest.raises(WorkerError, match="one job has one worker"):
+                run_served(model, req, out)
+        assert fk.chats == []  # refused before any request
+        s = run_served(model, req, out)
+    log = read_responses(out, [f"s{i:03d}" for i in range(3)])
+    assert sorted(log.responses) == ["s000", "s001", "s002"] and not log.invalid and not log.problems
+    assert log.responses["s000"].served.sent_size == [200, 100] and log.responses["s000"].raw_text == "a"
+    assert log.responses["s000"].as_record_response().served.requests == 1
+    assert log.responses["s001"].error.startswith("worker produced an invalid response: raw_text")
+    assert s.answered == 2 and s.errors == 1
+    # a hostile "served" object in a line is an explained invalid line for its sample, never an exception
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"sample_id": "s000", "raw_text": "a", "served": {"requests": -1, "x": 1}}) + "\n")
+    log = read_responses(bad, ["s000"])
+    assert "served" in log.invalid["s000"] and log.response_for("s000").error.startswith("invalid response line 1")
 
 def test_kill_9_and_rerun_loses_nothing(tmp_path, small_png):
     """The CLI is killed with SIGKILL mid-run; the rerun answers the rest: 100 distinct sample ids, each once."""
@@ -199,7 +238,7 @@ def test_structured_output_and_pointerbench_preset(tmp_path, small_png):
                                "max_new_tokens": 128}) + "\n")
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(['{"point": [50, 30]}'], model="m") as fk:
-        run_served(ServedModel(fk.url, "m", "json_pixels", options=ServedOptions(preset="pointerbench-frontier")),
+        run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(preset="pointerbench-frontier")),
                    req, out)
         chat = fk.chats[0]
     from pointfail.families.json_pixels import SYSTEM_PROMPT
@@ -266,7 +305,7 @@ def _run_one(tmp_path, screenshot, family, script, options):
                                "task": "point", "max_new_tokens": 64}) + "\n")
     out = tmp_path / "resp.jsonl"
     with FakeOpenAI(script, model="m") as fk:
-        run_served(ServedModel(fk.url, "m", family, options=options), req, out)
+        run_served(served_model(fk.url, "m", family, options=options), req, out)
         received = fk.chats[0]["image_size"]
     line = _lines(out)[0]
     rec = build_record(study="t", model="m", family=family, sample=sample, prompt=prompt, response=_resp(line))

@@ -20,10 +20,19 @@ from pointfail.families import get_family
 from pointfail.prompts import build_prompt
 from pointfail.records import ImageRef, Response, Sample, Target
 from pointfail.scoring import build_record
-from pointfail.served.backend import ServedModel, run_served
+from pointfail.served.backend import run_served
 from pointfail.served.options import ServedOptions
+from pointfail.study import model_spec
 
 pytestmark = pytest.mark.slow
+
+
+
+def served_model(base_url, model, family, options=None):
+    """A ``kind = "server"`` model, validated as a study's [[models]] table is."""
+    return model_spec({"kind": "server", "name": "served", "family": family, "base_url": base_url, "model": model,
+                       "options": options if options is not None else {}})
+
 
 TINY_BUDGET = dict(factor=28, min_pixels=3136, max_pixels=12544)  # the tiny checkpoint's processor settings
 SIZES = [(1024, 768), (640, 480), (200, 100), (37, 300), (3840, 2160), (112, 84), (140, 56), (333, 777)]
@@ -89,7 +98,7 @@ def test_served_records_equal_in_process_records(env, worker_lines):
     srv = env["srv"]
     out = env["root"] / "served.jsonl"
     opts = ServedOptions(resize="server", concurrency=2, **TINY_BUDGET)
-    s = run_served(ServedModel(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
+    s = run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
     assert s.answered == len(SIZES) and s.errors == 0
     served = _lines(out)
     local, remote = _records(env, worker_lines), _records(env, served)
@@ -112,7 +121,7 @@ def test_client_resized_images_reach_the_model_at_the_recorded_size(env, worker_
     srv = env["srv"]
     out = env["root"] / "served_client.jsonl"
     opts = ServedOptions(resize="client", concurrency=2, **TINY_BUDGET)
-    run_served(ServedModel(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
+    run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options=opts), env["req"], out)
     served = _lines(out)
     local, remote = _records(env, worker_lines), _records(env, served)
     for i, (w, h) in enumerate(SIZES):

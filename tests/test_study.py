@@ -114,6 +114,67 @@ def test_server_models_are_a_kind():
     assert "models[0].api_key_env: 'sk-123' is not an environment variable name" in msg
 
 
+
+SERVED = '[[models]]\nkind = "server"\nname = "q"\nfamily = "{family}"\n'
+
+
+def test_served_options_are_validated_with_the_study():
+    """A served model's options are part of the study format: checked when the study loads (types,
+    ranges, unknown keys, and what the family can take), with the key named."""
+    s = parse_study(HEAD + SERVED.format(family="qwen2_5_vl") + 'base_url = "http://h:1/v1"\nmodel = "m"\n'
+                    'options = { concurrency = 16, timeout_s = 60, resize = "server", max_pixels = 1003520 }\n')
+    o = s.models[0].options
+    assert (o.concurrency, o.timeout_s, o.resize, o.max_pixels) == (16, 60.0, "server", 1003520)
+    base = HEAD + SERVED.format(family="qwen2_5_vl") + 'base_url = "http://h:1/v1"\nmodel = "m"\n'
+    assert "models[0].options.concurrency: Input should be greater than or equal to 1 (got 0)" in _err(
+        base + "options = { concurrency = 0 }\n")
+    assert "models[0].options.concurrency: Input should be a valid integer (got '4')" in _err(
+        base + 'options = { concurrency = "4" }\n')
+    assert "models[0].options.max_pixel: unknown key" in _err(base + "options = { max_pixel = 5 }\n")
+    assert "models[0].options: a pixel budget needs max_pixels" in _err(base + "options = { min_pixels = 5 }\n")
+    # the preset and structured output are checked against the family at load, not at the first request
+    assert "models[0]: preset pointerbench-frontier is the json_pixels convention, not 'qwen2_5_vl'" in _err(
+        base + 'options = { preset = "pointerbench-frontier" }\n')
+    assert "structured output needs a JSON answer family" in _err(
+        HEAD + SERVED.format(family="molmo") + 'base_url = "http://h:1/v1"\nmodel = "m"\n'
+        "options = { structured = true }\n")
+    ok = parse_study(HEAD + SERVED.format(family="json_pixels") + 'base_url = "http://h:1/v1"\nmodel = "m"\n'
+                     'options = { preset = "pointerbench-frontier" }\n')
+    assert ok.models[0].options.preset == "pointerbench-frontier"
+
+
+def test_served_model_needs_a_server_or_serve():
+    assert "models[0]: give base_url (a running server) or serve (the runner starts one), exactly one" in _err(
+        HEAD + SERVED.format(family="qwen2_5_vl"))
+    assert "models[0]: model (the name the server knows the model by) is required with base_url" in _err(
+        HEAD + SERVED.format(family="qwen2_5_vl") + 'base_url = "http://h:1/v1"\n')
+    both = HEAD + SERVED.format(family="qwen2_5_vl") + 'base_url = "http://h:1/v1"\nmodel = "m"\n' \
+        + 'serve = { engine = "vllm", image = "qwen2_5_vl" }\n'
+    assert "exactly one of them" in _err(both)
+    s = parse_study(HEAD + SERVED.format(family="qwen2_5_vl") + 'serve = { engine = "vllm", image = "qwen2_5_vl", '
+                    'weights = "qwen/3b", args = ["--max-model-len", "8192"] }\n')
+    m = s.models[0]
+    assert m.base_url is None and m.model == "q"  # served under the model's own name
+    assert (m.serve.engine, m.serve.image, m.serve.weights, m.serve.args) == ("vllm", "qwen2_5_vl", "qwen/3b",
+                                                                              ["--max-model-len", "8192"])
+    bad = _err(HEAD + SERVED.format(family="qwen2_5_vl") + 'serve = { engine = "sglang", image = "../x", '
+               'weights = "/abs", args = ["a\\nb"] }\n')
+    assert "models[0].serve.engine: Input should be 'vllm' or 'transformers'" in bad
+    assert "models[0].serve.image: '../x' is not a name" in bad
+    assert "models[0].serve.weights: '/abs' is absolute" in bad
+    assert "models[0].serve.args: 'a\\nb': control characters are not allowed" in bad
+
+
+def test_model_spec_validates_one_table_as_the_study_does():
+    from pointfail.study import model_spec
+
+    m = model_spec({"kind": "server", "name": "served", "family": "json_pixels", "base_url": "http://h:1/v1",
+                    "model": "m", "options": {"concurrency": 2}})
+    assert isinstance(m, ServerModel) and m.options.concurrency == 2
+    with pytest.raises(StudyError, match=r"(?s)command line:\n  options.concurrency: .*greater than or equal to 1"):
+        model_spec({"kind": "server", "name": "served", "family": "json_pixels", "base_url": "http://h:1/v1",
+                    "model": "m", "options": {"concurrency": 0}}, "command line")
+
 def test_roots_keep_every_path_inside(tmp_path):
     study_dir = tmp_path / "records" / "s"
     study_dir.mkdir(parents=True)

@@ -23,14 +23,16 @@ A study file comes from outside and the runner is root, so nothing in it is used
 
 Models are of a ``kind``: ``"container"`` (the default: a family image run by the runner over job
 files) or ``"server"`` (a model behind an OpenAI-compatible endpoint, ``base_url`` + ``model``;
-``api_key_env`` names the environment variable holding the key, the key itself is never in the file).
+``api_key_env`` names the environment variable holding the key, the key itself is never in the file;
+``options`` are the served backend's, :class:`pointfail.served.options.ServedOptions`; or, instead of
+``base_url``, ``serve``: the runner starts the server as a container, :class:`ServeSpec`).
 
 File layout (``docs/architecture.md``, "Studies")::
 
     [study]        name, description, primary_judge ("oracle" | "ollama")
     [[benchmarks]] name, loader, generator, n, seed, pages, data_dir, limit, size, revision
     [[models]]     kind, name, family, image, checkpoint, revision, weights, max_new_tokens, batch_size
-                   (kind = "server": name, family, base_url, model, api_key_env, max_new_tokens, ...)
+                   (kind = "server": name, family, base_url | serve, model, api_key_env, options, ...)
     [judge]        oracle_tolerance_px, ollama_model, ollama_digest
     [aggregate]    bootstrap_seed, bootstrap_resamples
 """
@@ -55,6 +57,7 @@ from pydantic import (
 )
 
 from pointfail.limits import MAX_STUDY_BYTES
+from pointfail.served.options import ServedOptions
 from pointfail.safeio import UnsafeFileError, read_regular_file
 
 __all__ = [
@@ -67,7 +70,9 @@ __all__ = [
     "BenchmarkSpec",
     "ContainerModel",
     "ServerModel",
+    "ServeSpec",
     "ModelSpec",
+    "model_spec",
     "JudgeSpec",
     "AggregateSpec",
     "Study",
@@ -284,33 +289,95 @@ class ContainerModel(_ModelBase):
         return v
 
 
+class ServeSpec(_Spec):
+    """``serve`` of a ``kind = "server"`` model: the runner starts the server itself, as a container of the
+    family image's serving variant, instead of talking to one at ``base_url``.
+
+    ``engine``: ``"vllm"`` (the image's ``vllm`` variant, on the GPU: ``vllm serve``) or
+    ``"transformers"`` (``transformers serve``, CPU or GPU; the image must carry the serving extra);
+    ``image`` names ``images/<image>/`` (an identifier); ``weights`` the checkpoint folder relative to
+    the weights root (default: the model's name), mounted read-only; ``args``: extra server arguments
+    (at most 64, each at most 400 characters), e.g. ``["--max-model-len", "8192"]``; ``startup_s``:
+    seconds to wait for the server's ``/health`` (default 1800: a first vLLM start compiles kernels).
+
+    The server container runs on an internal Docker network (no route out), read-only, non-root, all
+    capabilities dropped; the runner reaches it at its address on that network and removes container
+    and network when the model's jobs end (``pointfail_runner.serving``)."""
+
+    engine: Literal["vllm", "transformers"]
+    image: Name
+    weights: Optional[RelPath] = None
+    args: list[Annotated[str, Field(max_length=400)]] = Field(default_factory=list, max_length=64)
+    startup_s: float = Field(default=1800.0, gt=0, le=86_400, allow_inf_nan=False)
+
+    @field_validator("image")
+    @classmethod
+    def _image_name(cls, v: str) -> str:
+        return check_name(v)
+
+    @field_validator("weights")
+    @classmethod
+    def _relative(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else safe_relative(v)
+
+    @field_validator("args")
+    @classmethod
+    def _printable(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if any(ord(c) < 32 or ord(c) == 127 for c in a):
+                raise ValueError(f"{a!r}: control characters are not allowed in server arguments")
+        return v
+
+
 class ServerModel(_ModelBase):
     """``[[models]]`` with ``kind = "server"``: a model behind an OpenAI-compatible endpoint.
 
-    ``base_url`` (``http://`` or ``https://``), ``model`` (the served model's name), ``api_key_env``
+    ``base_url`` (``http://`` or ``https://``) of a server that is already running, or ``serve`` (a
+    :class:`ServeSpec`: the runner starts one), exactly one of the two; ``model`` (the served model's
+    name; with ``serve``, the name the runner gives it, default the model's ``name``); ``api_key_env``
     (the *name* of the environment variable holding the key, ``[A-Z_][A-Z0-9_]*``; the key is never in
     the file); ``checkpoint``/``revision`` informative as for containers; ``options`` the served
-    backend's options (``pointfail.served.options.ServedOptions``)."""
+    backend's options, validated here as :class:`pointfail.served.options.ServedOptions` and checked
+    against the family (a preset or structured output the family cannot take is an error at load)."""
 
     kind: Literal["server"]
-    base_url: str = Field(max_length=2000)
-    model: str = Field(min_length=1, max_length=400)
+    base_url: Optional[str] = Field(default=None, max_length=2000)
+    model: Optional[str] = Field(default=None, min_length=1, max_length=400)
     api_key_env: Optional[str] = None
     checkpoint: str = Field(default="", max_length=200)
     revision: str = Field(default="", max_length=200)
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Served-backend options, validated by ``pointfail.served.options.ServedOptions`` where they are
-    used."""
+    options: ServedOptions = Field(default_factory=ServedOptions)
+    serve: Optional[ServeSpec] = None
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, v: str) -> str:
-        return check_url(v)
+    def _url(cls, v: Optional[str]) -> Optional[str]:
+        return None if v is None else check_url(v)
 
     @field_validator("api_key_env")
     @classmethod
     def _env(cls, v: Optional[str]) -> Optional[str]:
         return check_env_name(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _served_name(cls, data: Any) -> Any:
+        # a server the runner starts serves the model under the model's own name unless told otherwise
+        if isinstance(data, dict) and data.get("serve") is not None and data.get("model") is None:
+            data = {**data, "model": data.get("name")}
+        return data
+
+    @model_validator(mode="after")
+    def _endpoint_and_options(self) -> "ServerModel":
+        from pointfail.families import get_family
+
+        if (self.base_url is None) == (self.serve is None):
+            raise ValueError("give base_url (a running server) or serve (the runner starts one), exactly one of "
+                             "them")
+        if self.model is None:
+            raise ValueError("model (the name the server knows the model by) is required with base_url")
+        self.options.for_family(get_family(self.family).name)  # ValueError: preset/structured vs family
+        return self
 
 
 def _model_kind(v: Any) -> str:
@@ -495,6 +562,21 @@ def parse_study(text: str, path: Optional[Path] = None) -> Study:
         raise StudyError(f"{where}:\n  study: missing [study] table with a name")
     try:
         return Study.model_validate({**raw, "path": path})
+    except ValidationError as e:
+        raise StudyError(f"{where}:\n  " + "\n  ".join(_problems(e))) from None
+
+
+def model_spec(table: dict[str, Any], where: str = "<model>") -> Union[ContainerModel, ServerModel]:
+    """Validate one ``[[models]]`` table on its own, by the same rules as in a study file (for tools that
+    take a model's settings from the command line, e.g. ``python -m pointfail.served``).
+
+    Raises:
+        StudyError: ``where`` and every problem, one per line.
+    """
+    from pydantic import TypeAdapter
+
+    try:
+        return TypeAdapter(ModelSpec).validate_python(table)
     except ValidationError as e:
         raise StudyError(f"{where}:\n  " + "\n  ".join(_problems(e))) from None
 

@@ -3,9 +3,10 @@
     python -m pointfail.served --base-url http://127.0.0.1:8000/v1 --model NAME --family qwen2_5_vl \\
         --requests job/requests.jsonl --responses job/responses.jsonl [--options '{"max_pixels": 1003520}']
 
-``--options`` is a JSON object of :class:`pointfail.served.options.ServedOptions`. Exit codes: 0 every
-request has a response, 3 the server became unavailable (responses so far kept; run again), 2 bad
-arguments or files. Rules: :mod:`pointfail.served.backend`.
+The flags are a ``kind = "server"`` model table (``--options`` a JSON object of
+:class:`pointfail.served.options.ServedOptions`), validated by :func:`pointfail.study.model_spec` exactly
+as in a study file. Exit codes: 0 every request has a response, 3 the server became unavailable
+(responses so far kept; run again), 2 bad arguments or files. Rules: :mod:`pointfail.served.backend`.
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ from typing import Optional
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Command-line entry point; returns the exit code."""
-    from pydantic import ValidationError
-
-    from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
-    from pointfail.served.options import ServedOptions
+    from pointfail.served.backend import ServerUnavailable, run_served
+    from pointfail.study import StudyError, model_spec
     from pointfail.worker import WorkerError
 
     p = argparse.ArgumentParser(prog="python -m pointfail.served", description=__doc__.split("\n\n")[0])
@@ -37,13 +36,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        options = ServedOptions.model_validate(json.loads(args.options))
-        model = ServedModel(args.base_url, args.model, args.family, args.api_key_env, options)
+        options = json.loads(args.options)
+    except ValueError as e:
+        print(f"pointfail.served: --options is not JSON: {e}", file=sys.stderr)
+        return 2
+    try:
+        model = model_spec({"kind": "server", "name": "served", "family": args.family, "base_url": args.base_url,
+                            "model": args.model, "api_key_env": args.api_key_env, "options": options},
+                           "command-line model")
         s = run_served(model, args.requests, args.responses, progress=not args.no_progress and sys.stderr.isatty())
     except ServerUnavailable as e:
         print(f"pointfail.served: {e}", file=sys.stderr)
         return 3
-    except (ValueError, ValidationError, WorkerError, KeyError) as e:
+    except (StudyError, ValueError, WorkerError, KeyError) as e:
         print(f"pointfail.served: {e}", file=sys.stderr)
         return 2
     print(json.dumps({k: v for k, v in vars(s).items() if k != "error_reasons"}, sort_keys=True))

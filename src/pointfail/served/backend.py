@@ -38,10 +38,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from pointfail.records import ServedInfo, append_jsonl
-from pointfail.served.options import ServedOptions
+from pointfail.records import ServedInfo
+
+if TYPE_CHECKING:
+    from pointfail.jobs import ResponseWriter
+    from pointfail.study import ServerModel
 
 log = logging.getLogger("pointfail.served")
 
@@ -53,24 +56,6 @@ class ServerUnavailable(RuntimeError):
     def __init__(self, message: str, pending: list[str]):
         super().__init__(message)
         self.pending = pending
-
-
-@dataclass
-class ServedModel:
-    """A model behind an OpenAI-compatible server.
-
-    Attributes:
-        base_url: the server's API root (``http://host:port/v1``). model: the model name the server
-            knows. family: the pointfail family (frame, prompt, parser). api_key_env: the environment
-            variable holding the API key (``None``: the server needs none). options: see
-            :class:`~pointfail.served.options.ServedOptions`.
-    """
-
-    base_url: str
-    model: str
-    family: str
-    api_key_env: Optional[str] = None
-    options: ServedOptions = field(default_factory=ServedOptions)
 
 
 @dataclass
@@ -103,13 +88,14 @@ def _open_rgb(path: Optional[str]) -> Any:
 
 
 class _Run:
-    def __init__(self, model: ServedModel, responses: Path, summary: ServedSummary, bar: Any):
+    def __init__(self, model: "ServerModel", writer: "ResponseWriter", summary: ServedSummary, bar: Any):
         from pointfail.families import get_family
 
         self.model = model
         self.family = get_family(model.family)
         self.opts = model.options.for_family(self.family.name)
-        self.responses = responses
+        self.writer = writer
+        self.written: set[str] = set()
         self.summary = summary
         self.bar = bar
         self.down: Optional[str] = None
@@ -117,7 +103,12 @@ class _Run:
         self.sem = asyncio.Semaphore(self.opts.concurrency)
 
     def write(self, line: dict[str, Any]) -> None:
-        append_jsonl(self.responses, line)
+        written = self.writer.write(line)  # validated as the reader will read it; fsynced
+        self.written.add(written.sample_id)
+        if written.error and not line.get("error"):  # a reply the job format refuses (e.g. over the cap)
+            self.summary.answered -= 1
+            self.summary.errors += 1
+            self.summary.error_reasons[written.sample_id] = written.error
         if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix(errors=self.summary.errors, retries=self.summary.transport_failures, refresh=False)
@@ -230,56 +221,64 @@ def _line(sample_id: str, text: Optional[str], mis: Optional[tuple[int, int]], s
     }
 
 
-async def arun_served(model: ServedModel, requests: str | Path, responses: str | Path, *, progress: bool = False,
-                      default_max_new_tokens: int = 128) -> ServedSummary:
+async def arun_served(model: "ServerModel", requests: str | Path, responses: str | Path, *,
+                      progress: bool = False, default_max_new_tokens: int = 128) -> ServedSummary:
     """Async form of :func:`run_served` (same arguments, result and errors)."""
+    from pointfail.jobs import JobBusy, JobFileError, ResponseWriter
     from pointfail.served.client import api_key, async_client
-    from pointfail.worker import answered_ids, read_requests
+    from pointfail.worker import WorkerError, read_requests
 
     t0 = time.perf_counter()
     reqs = read_requests(requests, default_max_new_tokens)
-    done = answered_ids(responses)
-    Path(responses).parent.mkdir(parents=True, exist_ok=True)
-    todo = [r for r in reqs if r.sample_id not in done]
-    summary = ServedSummary(total=len(reqs), skipped=len(reqs) - len(todo))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(reqs), initial=summary.skipped, unit="sample", desc=f"served {model.model}",
-                   dynamic_ncols=True)
-    run = _Run(model, Path(responses), summary, bar)
-    run.client = async_client(model.base_url, api_key(model.api_key_env), timeout_s=run.opts.timeout_s,
-                              concurrency=run.opts.concurrency)
     try:
-        await asyncio.gather(*(run.sample(r) for r in todo))
+        writer = ResponseWriter(responses).__enter__()
+    except (JobFileError, JobBusy) as e:
+        raise WorkerError(str(e)) from None
+    try:
+        if writer.log.cut_tail:
+            log.warning("responses file %s: removed a final line cut short (%d bytes)", responses,
+                        writer.log.cut_tail)
+        done = writer.log.answered
+        todo = [r for r in reqs if r.sample_id not in done]
+        summary = ServedSummary(total=len(reqs), skipped=len(reqs) - len(todo))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(reqs), initial=summary.skipped, unit="sample", desc=f"served {model.model}",
+                       dynamic_ncols=True)
+        run = _Run(model, writer, summary, bar)
+        run.client = async_client(model.base_url, api_key(model.api_key_env), timeout_s=run.opts.timeout_s,
+                                  concurrency=run.opts.concurrency)
+        try:
+            await asyncio.gather(*(run.sample(r) for r in todo))
+        finally:
+            await run.client.close()
+            if bar is not None:
+                bar.close()
+            summary.seconds = time.perf_counter() - t0
     finally:
-        await run.client.close()
-        if bar is not None:
-            bar.close()
-        summary.seconds = time.perf_counter() - t0
+        writer.__exit__(None, None, None)
     if run.down is not None:
-        pending = sorted(set(r.sample_id for r in todo) - _ids(responses))
+        pending = sorted({r.sample_id for r in todo} - run.written)
         raise ServerUnavailable(f"{run.down}; {len(pending)} of {len(reqs)} samples have no response yet "
                                 f"(run again to answer them)", pending)
     return summary
 
 
-def _ids(responses: str | Path) -> set[str]:
-    from pointfail.worker import answered_ids
-
-    return answered_ids(responses)
-
-
-def run_served(model: ServedModel, requests: str | Path, responses: str | Path, *, progress: bool = False,
+def run_served(model: "ServerModel", requests: str | Path, responses: str | Path, *, progress: bool = False,
                default_max_new_tokens: int = 128) -> ServedSummary:
     """Answer every request not yet in ``responses`` through ``model``'s server (rules in the module
     docstring).
 
     Args:
-        model: the server, model name, family and options.
-        requests: requests JSONL (image paths readable here).
-        responses: responses JSONL, appended (created when missing).
+        model: the study's :class:`pointfail.study.ServerModel` (``base_url``, ``model``, ``family``,
+            ``api_key_env``, validated ``options``); a server the runner started is given as a copy
+            with its ``base_url`` filled in.
+        requests: requests JSONL (image paths readable here), read with
+            :func:`pointfail.worker.read_requests`.
+        responses: responses JSONL, appended through :class:`pointfail.jobs.ResponseWriter` (created
+            when missing; held under its lock for the whole run, so one job has one writer).
         progress: show a tqdm bar on stderr.
         default_max_new_tokens: for requests without ``max_new_tokens``.
 
@@ -288,9 +287,13 @@ def run_served(model: ServedModel, requests: str | Path, responses: str | Path, 
 
     Raises:
         ServerUnavailable: transport retries ran out (responses written so far are kept).
-        pointfail.worker.WorkerError: an invalid requests or responses file.
-        ValueError: options that do not fit the family (preset, structured output), or an API key
-            variable that is not set.
+        pointfail.worker.WorkerError: an invalid requests file; a responses file that is a symlink or
+            not a regular file, or that another writer holds.
+        ValueError: ``model`` has no ``base_url``, options that do not fit the family (preset,
+            structured output), or an API key variable that is not set.
     """
+    if not model.base_url:
+        raise ValueError(f"model {model.name}: no base_url (a server the runner starts is given its address "
+                         "by the runner)")
     return asyncio.run(arun_served(model, requests, responses, progress=progress,
                                    default_max_new_tokens=default_max_new_tokens))

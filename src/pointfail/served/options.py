@@ -57,11 +57,15 @@ class ServedOptions(BaseModel):
         preset: ``"pointerbench-frontier"`` (see the module docstring).
         system_prompt: a system message to send before the user turn.
 
+    Strict types (``concurrency = "4"`` is an error, not 4; an integer is accepted where a float is
+    expected). Read as part of the study file (``pointfail.study.ServerModel.options``), so a bad option
+    is an error when the study loads, naming ``models[N].options.<key>``.
+
     Raises:
         pydantic.ValidationError: unknown keys, out-of-range values, a budget without ``max_pixels``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     concurrency: int = Field(4, ge=1, le=256)
     timeout_s: float = Field(120.0, gt=0)
