@@ -109,7 +109,7 @@ def test_served_study_kill_9_and_rerun(served_env):
     root, study = served_env["root"], served_env["study"]
     cmd = _runner(study, root, "served")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    responses = root / "work" / "served" / "pbt" / "responses.jsonl"
+    responses = root / "work" / "served" / "pbt" / "out" / "responses.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and (not responses.exists() or len(responses.read_bytes().splitlines()) < 2):
         time.sleep(0.05)
@@ -128,13 +128,26 @@ def test_served_study_kill_9_and_rerun(served_env):
 
 
 @pytest.mark.docker
-def test_served_records_equal_in_container_records(served_env):
+def test_served_records_equal_in_container_records(served_env, tmp_path_factory):
+    """The must-show parity: the served study's records (``pointfail-runner run``, transformers serve on
+    loopback, host torch) against the in-container backend's (the qwen2_5_vl CPU image's worker, its own
+    torch), same checkpoint and inputs. The container side runs through the same ``run_study`` in process
+    with a private base lock (``pointfail-runner run`` reads only the committed one)."""
+    import serving_fixtures as fx
+    from pointfail_runner.engine import ensure_engine
+    from pointfail_runner.study import run_study
+
     root, study = served_env["root"], served_env["study"]
     served_file = root / "records" / "served" / "pbt.jsonl"
     if not served_file.exists():
         subprocess.run(_runner(study, root, "served"), check=True, capture_output=True, timeout=600, cwd=REPO)
-    out = subprocess.run(_runner(study, root, "container"), capture_output=True, text=True, timeout=3000, cwd=REPO)
-    assert out.returncode == 0, out.stderr[-3000:]
+    client = ensure_engine()
+    lock = fx.base_lock(client, tmp_path_factory.mktemp("base"))
+    fx.family_image(client, lock)
+    out = run_study(study, repo=REPO, models=["container"], data_root=root, weights_root=root,
+                    work_root=root / "work", records_root=root / "records", wheelhouse=fx.WHEELHOUSE,
+                    variant="cpu", progress=False, client=client, base_lock=lock, log=lambda s: None)
+    assert out == {"container": {"pbt": N}}
     served = {r.sample_id: r for r in read_records(served_file)}
     contained = {r.sample_id: r for r in read_records(root / "records" / "container" / "pbt.jsonl")}
     assert sorted(served) == sorted(contained) and len(served) == N

@@ -651,8 +651,13 @@ class Roots:
         """The benchmark's data folder: ``data/<data_dir or name>``, resolved, inside the data root."""
         return inside(self.data, bench.data_dir or bench.name, f"benchmarks {bench.name!r} data_dir")
 
-    def weights_dir(self, model: ContainerModel) -> Path:
-        """The model's weights folder: ``weights/<weights or name>``, resolved, inside the weights root."""
+    def weights_dir(self, model: Union[ContainerModel, "ServerModel"]) -> Path:
+        """The model's weights folder: ``weights/<weights or name>`` (for a served model whose server
+        the runner starts, ``weights/<serve.weights or name>``), resolved, inside the weights root."""
+        if isinstance(model, ServerModel):
+            if model.serve is None:
+                raise StudyError(f"models {model.name!r}: a server at base_url has no weights folder here")
+            return inside(self.weights, model.serve.weights or model.name, f"models {model.name!r} serve.weights")
         return inside(self.weights, model.weights or model.name, f"models {model.name!r} weights")
 
     def job_dir(self, model: Any, bench: BenchmarkSpec) -> Path:

@@ -296,7 +296,8 @@ def fetch_benchmark(study_file: str | Path, bench_name: str, *, to: Optional[Pat
 def fetch_weights(study_file: str | Path, model_name: str, *, to: Optional[Path] = None,
                   lock_file: Optional[Path] = None, log=print) -> Path:
     """Fetch one model's checkpoint of a study through its lock: ``checkpoint`` at ``revision`` (or
-    resolved and locked), into the study's weights folder (or ``to``). Returns the folder.
+    resolved and locked), into the study's weights folder (or ``to``): a container model's, or a served
+    model's whose server the runner starts (``serve.weights``). Returns the folder.
 
     Raises:
         LockError: see :func:`fetch_locked`; an unknown model; a model without a checkpoint.
@@ -306,12 +307,12 @@ def fetch_weights(study_file: str | Path, model_name: str, *, to: Optional[Path]
         model = study.model(model_name)
     except Exception as e:  # StudyError naming the known models
         raise LockError(str(e)) from None
-    if model.kind != "container" or not model.checkpoint:
+    if not model.checkpoint or (model.kind == "server" and model.serve is None):
         raise LockError(f"model {model_name}: no checkpoint in {study_file} (nothing to fetch)")
     dest = Path(to) if to else roots.weights_dir(model)
     entry = fetch_locked(kind="models", name=model_name, repo_id=model.checkpoint, repo_type="model", dest=dest,
                          lock_file=lock_file or lock_path(study_file), pinned=model.revision or None, log=log)
-    if model.weights_manifest:
+    if getattr(model, "weights_manifest", None):  # container models only
         # checkpoints that run their own code load only from a folder matching this manifest
         # (pointfail.backends.manifest): written at the first fetch, checked at every later one
         from pointfail.backends.base import BackendError

@@ -4,9 +4,9 @@ Commands::
 
     pointfail-runner engine                      # ping the engine, start dockerd when none answers
     pointfail-runner base [--force]              # base image from Debian packages -> images/base/base.lock.json
-    pointfail-runner lock [IMAGE ...] [--variant cpu|cuda|all]     # regenerate lock files (needs an index)
-    pointfail-runner wheels [IMAGE ...] [--variant cpu|cuda]       # wheelhouse from the lock files
-    pointfail-runner build [IMAGE ...] [--variant cpu|cuda] [--force]
+    pointfail-runner lock [IMAGE ...] [--variant cpu|cuda|vllm|all]     # regenerate lock files (needs an index)
+    pointfail-runner wheels [IMAGE ...] [--variant cpu|cuda|vllm]       # wheelhouse from the lock files
+    pointfail-runner build [IMAGE ...] [--variant cpu|cuda|vllm] [--force]   # vllm: the serving variant (GPU)
     pointfail-runner run --study FILE [--models M ...] [--benchmarks B ...] [--limit N] ...
     pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
     pointfail-runner reproduce --study FILE [--publish]   # every stage, timed; compare with committed
@@ -51,6 +51,16 @@ def _variants(v: str) -> list[str]:
     return ["cpu", "cuda"] if v == "all" else [v]
 
 
+def _image_variants(image_dir: Path, variant: str) -> list[str]:
+    """The variants of ``image_dir`` that ``--variant`` names: ``vllm`` only where the image has one
+    (``requirements-vllm.in``); ``cpu``/``cuda``/``all`` for torch images, ``cpu`` (the one lock) for others."""
+    from .locks import has_variant, uses_torch
+
+    if variant == "vllm":
+        return ["vllm"] if has_variant(image_dir, "vllm") else []
+    return _variants(variant) if uses_torch(image_dir) else ["cpu"]
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of ``pointfail-runner``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="pointfail-runner", description=__doc__.split("\n\n")[0])
@@ -62,14 +72,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     b.add_argument("--lock", type=Path, default=None, help="lock path (default images/base/base.lock.json)")
     lk = sub.add_parser("lock", help="resolve requirements*.in into lock files with hashes")
     lk.add_argument("images", nargs="*")
-    lk.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "all"])
+    lk.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
     w = sub.add_parser("wheels", help="download the lock files' wheels into the wheelhouse")
     w.add_argument("images", nargs="*")
-    w.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "all"])
+    w.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
     w.add_argument("--wheelhouse", type=Path, default=None)
     bd = sub.add_parser("build", help="build images (missing ones only unless --force)")
     bd.add_argument("images", nargs="*")
-    bd.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    bd.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm"])
     bd.add_argument("--force", action="store_true")
     bd.add_argument("--wheelhouse", type=Path, default=None)
     r = sub.add_parser("run", help="run a study's models over its benchmarks into records")
@@ -145,16 +155,16 @@ def main(argv: Optional[list[str]] = None) -> int:
             c = ensure_engine()
             (build_base(c, lock) if args.force else ensure_base(c, lock))
         elif args.cmd == "lock":
-            from .locks import compile_lock, uses_torch
+            from .locks import compile_lock
 
             for name in _images(repo, args.images):
-                for v in _variants(args.variant) if uses_torch(repo / "images" / name) else ["cpu"]:
+                for v in _image_variants(repo / "images" / name, args.variant):
                     print(f"[lock] {compile_lock(repo / 'images' / name, v)}")
         elif args.cmd == "wheels":
-            from .locks import download_wheels, uses_torch
+            from .locks import download_wheels
 
             for name in _images(repo, args.images):
-                for v in _variants(args.variant) if uses_torch(repo / "images" / name) else ["cpu"]:
+                for v in _image_variants(repo / "images" / name, args.variant):
                     print(f"[wheels] {download_wheels(repo / 'images' / name, args.wheelhouse or repo / 'wheelhouse', v)}")
         elif args.cmd == "build":
             from .base import ensure_base
@@ -164,6 +174,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             c = ensure_engine()
             ensure_base(c, repo / "images/base/base.lock.json")
             for name in _images(repo, args.images):
+                if args.variant == "vllm" and not _image_variants(repo / "images" / name, "vllm"):
+                    continue  # only the family images that have a serving variant
                 built = build_image(c, repo, name, variant=args.variant, wheelhouse=args.wheelhouse, force=args.force)
                 print(f"[build] {built.tag} {built.id} built={built.built} seconds={built.seconds}")
         elif args.cmd == "run":

@@ -7,7 +7,11 @@ For each model (one container at a time, in the study's order) and each benchmar
    benchmark's folder inside the declared data root (:class:`pointfail.study.Roots`);
 2. build each prompt with ``pointfail.prompts.build_prompt(family, sample)``;
 3. run the model's image over the requests with :func:`pointfail_runner.container.run_job` (only the
-   images are staged for the container; samples already answered are skipped);
+   images are staged for the container; samples already answered are skipped); a served model
+   (``kind = "server"``) answers them through its server instead
+   (:func:`pointfail_runner.serving.run_served_job`, same job folder layout; with ``serve``, the runner
+   first starts the server as a container on an internal network, one per model for all its
+   benchmarks, removed when they are done: :func:`pointfail_runner.serving.serving_container`);
 4. read the responses with :func:`pointfail.jobs.read_responses` (a hostile line becomes an explained
    ``error`` outcome for its sample; a sample with no line becomes one too), turn each into a record
    with ``pointfail.scoring.build_record`` and write ``records/<study>/<model>/<benchmark>.jsonl``
@@ -20,6 +24,7 @@ weights, work and records roots.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -28,6 +33,7 @@ from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, insi
 from . import container as cmod
 from . import images as imod
 from . import locks
+from . import serving
 
 __all__ = ["StudyError", "load_study", "missing_inputs", "needs_weights", "run_study", "repo_relative",
            "requests_for", "records_for"]
@@ -55,59 +61,6 @@ def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[st
         packages["lock_sha256"] = locks.file_sha256(lock)
     return Provenance(pointfail_version=version, checkpoint=model.checkpoint or None,
                       model_revision=model.revision or None, image_digest=image_id, packages=packages)
-
-
-def _served_provenance(model: ServerModel):
-    """Provenance of a served model's records: the checkpoint (the study's ``checkpoint``, else the
-    server's model name), its revision, no image digest (the server is not ours), and the version of
-    the ``openai`` client that talked to it."""
-    import openai
-
-    from pointfail.records import Provenance
-
-    try:
-        import pointfail
-
-        version = getattr(pointfail, "__version__", None)
-    except ImportError:  # pragma: no cover
-        version = None
-    return Provenance(pointfail_version=version, checkpoint=model.checkpoint or model.model,
-                      model_revision=model.revision or None, image_digest=None,
-                      packages={"openai": openai.__version__})
-
-
-def _run_served_job(model: ServerModel, job: Path, requests: list[dict], *, progress: bool,
-                    log: Callable[[str], None]) -> None:
-    """Answer a job through the model's server (``kind = "server"``): the requests (image paths on this
-    machine) go to ``job/requests.jsonl``, :func:`pointfail.served.backend.run_served` appends
-    ``job/responses.jsonl`` (samples already answered are skipped, so a killed run resumes).
-
-    Raises:
-        StudyError: invalid options, or the server became unavailable (responses so far are kept).
-    """
-    from pydantic import ValidationError
-
-    from pointfail.jobs import JobRequest, write_requests
-    from pointfail.served.backend import ServedModel, ServerUnavailable, run_served
-    from pointfail.served.options import ServedOptions
-
-    try:
-        options = ServedOptions.model_validate(model.options)
-        served = ServedModel(model.base_url, model.model, model.family, model.api_key_env, options)
-    except (ValidationError, ValueError) as e:
-        raise StudyError(f"model {model.name}: {e}") from e
-    job.mkdir(parents=True, exist_ok=True)
-    req = job / "requests.jsonl"
-    write_requests(req, [JobRequest.model_validate(r) for r in requests])
-    log(f"[run] {model.name}: {len(requests)} samples through {model.model} at {model.base_url}")
-    try:
-        s = run_served(served, req, job / "responses.jsonl", progress=progress)
-    except ServerUnavailable as e:
-        raise StudyError(f"model {model.name}: {e}") from e
-    except ValueError as e:
-        raise StudyError(f"model {model.name}: {e}") from e
-    log(f"[run] {model.name}: {s.answered} answered ({s.refused} refused or filtered), {s.errors} errors, "
-        f"{s.skipped} already answered, {s.requests} requests, {s.transport_failures} transport failures")
 
 
 def repo_relative(record, repo: Path):
@@ -149,8 +102,10 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
     names at the first fetch). Both fetch commands go through the study lock
     (:mod:`pointfail.studylock`): an unpinned revision is resolved once and locked beside the study.
     With ``require_revisions`` also every weight-backed model whose revision is neither pinned in the
-    study nor held by its lock. Served models need nothing here. Empty when the study can run. The
-    one check ``pointfail-runner run``, ``submit`` and ``make reproduce`` make."""
+    study nor held by its lock. A served model needs nothing here unless the runner starts its server
+    (``serve``): then its checkpoint folder, and for ``engine = "vllm"`` a GPU and the image's vllm
+    lock. Empty when the study can run. The one check ``pointfail-runner run``, ``submit`` and ``make
+    reproduce`` make."""
     from pointfail.families import get_family
     from pointfail.studylock import LockError, lock_path, read_lock
 
@@ -174,6 +129,7 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
                            f"--to {shown}")
     for m in models:
         if isinstance(m, ServerModel):
+            missing.extend(_serve_missing(m, roots, repo, study_file))
             continue
         fam = get_family(m.family)
         if fam.backend is None:
@@ -197,6 +153,27 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
         if require_revisions and not m.revision and m.name not in locked:
             missing.append(f"revision {m.name}: neither pinned in {study_file} nor in its lock <- {fetch}")
     return missing
+
+
+def _serve_missing(m: ServerModel, roots: Roots, repo: Path, study_file) -> list[str]:
+    """What a served model whose server the runner starts (``serve``) lacks: its checkpoint folder,
+    and for ``engine = "vllm"`` a GPU and the image's vllm lock."""
+    if m.serve is None:
+        return []
+    out = []
+    w = roots.weights_dir(m)
+    if not w.is_dir():
+        out.append(f"weights for {m.name} ({m.checkpoint or m.family}), served by {m.serve.engine}: {_shown(w, repo)} <- "
+                   f"pointfail weights fetch {m.name} --study {study_file} --to {_shown(w, repo)}")
+    if m.serve.engine == "vllm":
+        if not cmod.host_has_gpu():
+            out.append(f"model {m.name}: serve.engine = \"vllm\" needs a GPU (none found on this machine); serve "
+                       "it elsewhere and give base_url instead")
+        lock = locks.lock_path(repo / "images" / m.serve.image, serving.VLLM_VARIANT)
+        if not lock.is_file():
+            out.append(f"model {m.name}: images/{m.serve.image} has no vllm variant ({lock.name}) <- "
+                       f"pointfail-runner lock {m.serve.image} --variant vllm")
+    return out
 
 
 def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict, list[dict]]:
@@ -261,14 +238,17 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
 
     Raises:
         StudyError: a bad study file (every problem named), a path outside its root, missing data or
-            weights, a served model (run by the server runner, not here); ``ContainerFailed`` is
-            re-raised as StudyError after the records of the completed jobs were written (responses
-            of the failed job are kept for the rerun).
+            weights, a vLLM-served model on a machine without a GPU; ``ContainerFailed``, a served
+            model's server going down (``ServerUnavailable``) or failing to start (``ServingFailed``)
+            are re-raised as StudyError after the records of the completed jobs were written
+            (responses of the failed job are kept for the rerun).
     """
     from pointfail.benchmarks import load as load_benchmark
     from pointfail.families import get_family
     from pointfail.jobs import JobBusy, JobFileError, read_responses
     from pointfail.records import write_records
+    from pointfail.served.backend import ServerUnavailable
+    from pointfail.worker import WorkerError
 
     from .engine import ensure_engine
 
@@ -285,64 +265,83 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     missing = missing_inputs(study, sel_models, sel_benchmarks, roots, repo=repo)
     data_dirs = {b.name: roots.data_dir(b) for b in sel_benchmarks}
     weights: dict[str, Optional[Path]] = {
-        m.name: (roots.weights_dir(m) if isinstance(m, ContainerModel) and needs_weights(m) else None)
+        m.name: (roots.weights_dir(m) if isinstance(m, ContainerModel) and needs_weights(m) else
+                 roots.weights_dir(m) if isinstance(m, ServerModel) and m.serve is not None else None)
         for m in sel_models}
     if missing:
         raise StudyError("missing before any work:\n  " + "\n  ".join(missing))
 
-    if any(isinstance(m, ContainerModel) for m in sel_models):
+    if any(isinstance(m, ContainerModel) or m.serve is not None for m in sel_models):
         client = client or ensure_engine()
     out: dict[str, dict[str, int]] = {}
     samples_by_bench = {b.name: load_benchmark(b.loader, data_dirs[b.name], limit=limit or b.limit)
                         for b in sel_benchmarks}
-    for m in sel_models:
-        fam = get_family(m.family)
-        served = isinstance(m, ServerModel)
-        if served:
-            built, prov = None, _served_provenance(m)
-        else:
-            from pointfail.studylock import lock_path, read_lock
-
-            locked = read_lock(lock_file or lock_path(study.path))["models"].get(m.name)
-            if not m.revision and locked:
-                m = m.model_copy(update={"revision": locked["revision"]})
-            built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
-                                      base_lock=base_lock, log=log)
-            prov = _provenance(repo, m.image, variant, built.id, m)
-        out[m.name] = {}
-        for b in sel_benchmarks:
-            samples = samples_by_bench[b.name]
-            prompts, requests = requests_for(fam, m, samples, resolve=served)
-            job = roots.job_dir(m, b)
-            problems: list[str] = []
+    with contextlib.ExitStack() as servers:  # servers the runner started, removed on the way out
+        for m in sel_models:
+            servers.close()  # the previous model's server, if the runner started one
+            fam = get_family(m.family)
+            served = isinstance(m, ServerModel)
             if served:
-                _run_served_job(m, job, requests, progress=progress, log=log)
-                responses_file = job / "responses.jsonl"
+                built, prov = None, serving.provenance(m)
+                if m.serve is not None:  # the runner starts the server: one per model, removed after its jobs
+                    variant_s = serving.VLLM_VARIANT if m.serve.engine == "vllm" else variant
+                    simage = imod.ensure_image(client, repo, m.serve.image, variant=variant_s, wheelhouse=wheelhouse,
+                                               base_lock=base_lock, log=log)
+                    try:
+                        url = servers.enter_context(serving.serving_container(
+                            client, simage.tag, m, weights_dir=weights[m.name], log_path=roots.work / m.name /
+                            "server.log", gpu=m.serve.engine == "vllm" or variant == "cuda", log=log))
+                    except serving.ServingFailed as e:
+                        raise StudyError(f"model {m.name}: {e}") from e
+                    m = m.model_copy(update={"base_url": url, "model": serving.served_name(m)})
+                    prov = prov.model_copy(update={"image_digest": simage.id})
             else:
-                extra = ["--revision", m.revision] if m.revision else []
-                log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
-                try:
-                    res = cmod.run_job(client, built.tag, family=m.family, job_dir=job, requests=requests,
-                                       weights_dir=weights[m.name], data_root=data_dirs[b.name],
-                                       batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
-                                       wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
-                                       fix_permissions=fix_permissions, weights_root=roots.weights,
-                                       weights_manifest=(inside(study.dir, m.weights_manifest, "weights_manifest")
-                                                         if m.weights_manifest else None))
-                except cmod.ContainerFailed as e:
-                    raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
-                except JobBusy as e:
-                    raise StudyError(f"model {m.name} on {b.name}: {e}") from e
-                problems = res.problems
+                from pointfail.studylock import lock_path, read_lock
+
+                locked = read_lock(lock_file or lock_path(study.path))["models"].get(m.name)
+                if not m.revision and locked:
+                    m = m.model_copy(update={"revision": locked["revision"]})
+                built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
+                                          base_lock=base_lock, log=log)
+                prov = _provenance(repo, m.image, variant, built.id, m)
+            out[m.name] = {}
+            for b in sel_benchmarks:
+                samples = samples_by_bench[b.name]
+                prompts, requests = requests_for(fam, m, samples, resolve=served)
+                job = roots.job_dir(m, b)
+                problems: list[str] = []
+                if served:
+                    try:
+                        sres = serving.run_served_job(m, job, requests, data_root=data_dirs[b.name],
+                                                      progress=progress, log=log)
+                    except (ServerUnavailable, JobBusy, JobFileError, WorkerError, ValueError) as e:
+                        raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+                    problems = sres.problems
+                else:
+                    extra = ["--revision", m.revision] if m.revision else []
+                    log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
+                    try:
+                        res = cmod.run_job(client, built.tag, family=m.family, job_dir=job, requests=requests,
+                                           weights_dir=weights[m.name], data_root=data_dirs[b.name],
+                                           batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
+                                           wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
+                                           fix_permissions=fix_permissions, weights_root=roots.weights,
+                                           weights_manifest=(inside(study.dir, m.weights_manifest, "weights_manifest")
+                                                             if m.weights_manifest else None))
+                    except cmod.ContainerFailed as e:
+                        raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
+                    except JobBusy as e:
+                        raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+                    problems = res.problems
                 responses_file = cmod.JobPaths(job).responses
-            try:
-                got = read_responses(responses_file, [s.sample_id for s in samples])
-            except JobFileError as e:
-                raise StudyError(f"model {m.name} on {b.name}: {e}") from e
-            for line in [*problems, *got.problems][:50]:
-                log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
-            records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
-            dest = roots.records_file(m, b)
-            out[m.name][b.name] = write_records(dest, records)
-            log(f"[run] wrote {len(records)} records to {dest}")
+                try:
+                    got = read_responses(responses_file, [s.sample_id for s in samples])
+                except JobFileError as e:
+                    raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+                for line in [*problems, *got.problems][:50]:
+                    log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
+                records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
+                dest = roots.records_file(m, b)
+                out[m.name][b.name] = write_records(dest, records)
+                log(f"[run] wrote {len(records)} records to {dest}")
     return out
