@@ -111,3 +111,50 @@ def test_cli_judge_openai(tmp_path):
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
     assert rep["judge"] == "openai:gemma" and rep["labels"] == {"off_by_pixels": 3}
+
+
+def _study_toml(study: Path, url: str, primary: str = "openai", key_env: str = "", compared: str = "") -> None:
+    (study / "study.toml").write_text(
+        f'[study]\nname = "study"\nprimary_judge = "{primary}"\n'
+        '[[benchmarks]]\nname = "suite"\nloader = "suite"\n'
+        f'[judge]\nopenai_base_url = "{url}"\nopenai_model = "gemma"\nlineage = ["gemma"]\n'
+        + (f'openai_api_key_env = "{key_env}"\n' if key_env else "") + (f'compared = ["{compared}"]\n' if compared else ""))
+
+
+def test_reproduce_runs_the_study_named_openai_judge_as_primary(tmp_path, monkeypatch):
+    """What ``pointfail-runner reproduce`` does for a study whose primary judge is an OpenAI-compatible
+    server: nothing missing before any work when [judge] names a reachable server and the model, then
+    its judge stage (the study alone says which judges, in which role) fills Record.judge with the
+    served judge's labels and keeps the compared oracle's as another judgment; a key variable the
+    study names but the environment lacks, or a server that is not there, stops before any work."""
+    from pointfail.judge.lineage import judge_plan
+    from pointfail.study import load_study
+    from pointfail_runner.prepare import judge_missing, openai_judge_missing
+    from pointfail_runner.reproduce import judge_stage
+
+    study = make_study(tmp_path, n_misses=3)
+    with FakeOpenAI(None, default_reply="wrong_category", model="gemma") as fk:
+        url = fk.url
+        _study_toml(study, url, key_env="JUDGE_KEY_15", compared="oracle")
+        spec = load_study(study / "study.toml")
+        plan = judge_plan(spec.model_dump())
+        assert (plan.primary, plan.judges) == ("openai", ("openai", "oracle"))
+        monkeypatch.delenv("JUDGE_KEY_15", raising=False)
+        assert judge_missing(plan, spec.model_dump(), False) == [
+            "judge: JUDGE_KEY_15 (the judge's API key, named by [judge] openai_api_key_env) is not set"]
+        monkeypatch.setenv("JUDGE_KEY_15", "sk-test")
+        assert judge_missing(plan, spec.model_dump(), False) == []
+        logs: list[str] = []
+        judge_stage(study, spec, plan, data_root=tmp_path, log=logs.append)
+        assert len(fk.chats) == 3
+    assert any(ln.startswith("[reproduce] judge openai:gemma (primary): 3 misses, 3 judged") for ln in logs), logs
+    assert any(ln.startswith("[reproduce] judge oracle (other): 3 misses, 3 judged") for ln in logs), logs
+    misses = [r for r in read_records(study / "m" / "suite.jsonl") if r.outcome == "miss"]
+    assert len(misses) == 3 and all(r.judge.judge == "openai:gemma" and r.judge.label == "wrong_category"
+                                    for r in misses)
+    assert all([o.judge for o in r.other_judgments] == ["oracle"] for r in misses)
+    # the server gone: reproduce stops before any work, naming the address
+    (problem,) = openai_judge_missing({"openai_base_url": url, "openai_model": "gemma"})
+    assert problem.startswith("judge: cannot connect to the judge at") and url in problem
+    assert [p.split(" (")[0] for p in openai_judge_missing({})] == [
+        "judge: [judge] openai_base_url is not set", "judge: [judge] openai_model is not set"]

@@ -96,15 +96,35 @@ def _shown(p: Path, repo: Path) -> str:
 
 
 def judge_missing(plan, raw: dict, stand_in: bool) -> list[str]:
-    """The model judge's server when the study needs one and none is configured."""
+    """The model judge's server when the study needs one and none is configured; for an
+    OpenAI-compatible judge also :func:`openai_judge_missing`."""
     if stand_in:
         return []
     out = []
     if "ollama" in plan.judges and not os.environ.get("OLLAMA_HOST"):
         out.append(f"judge: OLLAMA_HOST is not set: serve {raw.get('judge', {}).get('ollama_model')} with Ollama "
                    "(images/judge/README.md), then export OLLAMA_HOST=http://HOST:11434")
-    if "openai" in plan.judges and not raw.get("judge", {}).get("openai_base_url"):
-        out.append("judge: [judge] openai_base_url is not set")
+    if "openai" in plan.judges:
+        out += openai_judge_missing(raw.get("judge", {}))
+    return out
+
+
+def openai_judge_missing(jcfg: dict) -> list[str]:
+    """What the OpenAI-compatible judge of a study's ``[judge]`` table (a mapping) lacks before any
+    work: ``openai_base_url`` and ``openai_model``, the API key variable ``openai_api_key_env`` names,
+    and a server answering at that address (:func:`pointfail.commands.judge.judge_reachable`)."""
+    out = [f"judge: [judge] {k} is not set (the OpenAI-compatible judge's "
+           f"{'API root, e.g. http://HOST:8000/v1' if k == 'openai_base_url' else 'model name on that server'})"
+           for k in ("openai_base_url", "openai_model") if not jcfg.get(k)]
+    key_env = jcfg.get("openai_api_key_env")
+    if key_env and not os.environ.get(key_env):
+        out.append(f"judge: {key_env} (the judge's API key, named by [judge] openai_api_key_env) is not set")
+    if jcfg.get("openai_base_url"):
+        from pointfail.commands.judge import judge_reachable
+
+        problem = judge_reachable(jcfg["openai_base_url"])
+        if problem:
+            out.append(f"judge: {problem} <- serve the judge model (e.g. vllm serve MODEL) at {jcfg['openai_base_url']}")
     return out
 
 

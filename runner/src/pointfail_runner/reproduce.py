@@ -371,7 +371,8 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     timed("base image", lambda: bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log))
 
     def build_all():
-        names = sorted({m.image for m in study.models} | ({SUITES_IMAGE} if generated else set()))
+        names = sorted({m.image for m in study.models if m.kind == "container"}  # served: run_study's own
+                       | ({SUITES_IMAGE} if generated else set()))
         built = {}
         for name in names:
             built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log)
