@@ -9,12 +9,15 @@ client's work (image encoding, transfer) with generation: the ratio measures tha
 server's batching (vLLM, SGLang batch concurrent requests; not measured here: no GPU).
 
 Part 2: the client's own cost per request against the scripted fake server with zero latency
-(:mod:`pointfail.testing.openai_fake`, a stdlib threading server, in this process): the whole
-``run_served`` path (read the request, open and decode a 1024x768 PNG, plan the frame, encode PNG and
-base64, one HTTP request, read the reply, append the response with fsync) divided by ``N``, at
-concurrency 1 and 16; and the same with a 224x224 image to separate the image cost from the rest.
+(:mod:`pointfail.testing.openai_fake`, a stdlib threading server, in a separate process so that its
+work does not hold this process's interpreter lock): the whole ``run_served`` path (read the request,
+open and decode the PNG, plan the frame, encode PNG and base64, one HTTP request, read the reply,
+append the response through the job writer with fsync) divided by ``N``, at concurrency 1 and 16, for
+1024x768 and 224x224 images (the difference is the image's own cost: decode, PNG encode, base64 and
+transfer). The stub still reads each body and the image header, so the numbers are an upper bound on
+the client's cost; both share the machine's cores.
 
-    python bench/served.py [--samples 24] [--max-new-tokens 16] [--stub-samples 200]
+    python bench/served.py [--samples 12] [--max-new-tokens 16] [--stub-samples 40] [--part both|serve|stub]
 
 Prints two tables (tabulate). Numbers are reported, not asserted.
 """
@@ -50,58 +53,86 @@ def make_requests(root: Path, n: int, size: tuple[int, int], max_new_tokens: int
 
 
 def timed_run(base_url: str, model: str, req: Path, out: Path, concurrency: int, **opts) -> tuple[float, int]:
-    from pointfail.served.backend import ServedModel, run_served
-    from pointfail.served.options import ServedOptions
+    """Wall seconds of one ``run_served`` over ``req`` into a fresh ``out``, and the samples answered."""
+    from pointfail.served.backend import run_served
+    from pointfail.study import model_spec
 
     out.unlink(missing_ok=True)
+    m = model_spec({"kind": "server", "name": "bench", "family": "qwen2_5_vl", "base_url": base_url, "model": model,
+                    "options": {"concurrency": concurrency, **opts}})
     t0 = time.perf_counter()
-    s = run_served(ServedModel(base_url, model, "qwen2_5_vl", options=ServedOptions(concurrency=concurrency, **opts)),
-                   req, out)
+    s = run_served(m, req, out)
     return time.perf_counter() - t0, s.answered
 
 
+def _stub(conn, reply: str) -> None:
+    """Child process: a zero-latency FakeOpenAI; sends its URL, serves until told to stop."""
+    from pointfail.testing.openai_fake import FakeOpenAI
+
+    with FakeOpenAI(None, default_reply=reply, model="stub") as fk:
+        conn.send(fk.url)
+        conn.recv()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run both parts and print the tables; exit 0."""
+    """Run the parts asked for and print their tables; exit 0."""
+    import multiprocessing
+
     from tabulate import tabulate
 
-    from pointfail.testing.openai_fake import FakeOpenAI
     from pointfail.testing.tiny import build_qwen2_5_vl
     from pointfail.testing.transformers_serve import TransformersServe
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=24)
+    ap.add_argument("--samples", type=int, default=12)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
-    ap.add_argument("--stub-samples", type=int, default=200)
+    ap.add_argument("--stub-samples", type=int, default=40)
+    ap.add_argument("--part", choices=["both", "serve", "stub"], default="both")
     args = ap.parse_args(argv)
     budget = dict(resize="server", max_pixels=12544, min_pixels=3136, factor=28)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        ckpt = build_qwen2_5_vl(root / "ckpt", plain=True)
-        req = make_requests(root, args.samples, (1024, 768), args.max_new_tokens)
-        rows = []
-        with TransformersServe(ckpt, log=root / "serve.log") as srv:
-            timed_run(srv.base_url, srv.model, req, root / "warm.jsonl", 1, **budget)  # load and warm the model
-            base = None
-            for c in args.concurrency:
-                dt, n = timed_run(srv.base_url, srv.model, req, root / f"out-{c}.jsonl", c, **budget)
-                rate = n / dt
-                base = base or rate
-                rows.append([c, n, f"{dt:.2f}", f"{rate:.2f}", f"{rate / base:.2f}"])
-        print(f"served: transformers serve (CPU, tiny Qwen2.5-VL), {args.samples} samples of 1024x768, "
-              f"max_new_tokens {args.max_new_tokens}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        print(tabulate(rows, headers=["concurrency", "samples", "seconds", "samples/s", "ratio to c=1"],
-                       tablefmt="github"))
-        rows = []
-        with FakeOpenAI(None, default_reply='[{"point_2d": [10, 10]}]', model="stub") as fk:
-            for size in ((1024, 768), (224, 224)):
-                sreq = make_requests(root, args.stub_samples, size, args.max_new_tokens)
-                for c in (1, 16):
-                    dt, n = timed_run(fk.url, "stub", sreq, root / "stub.jsonl", c, **budget)
-                    rows.append([f"{size[0]}x{size[1]}", c, n, f"{dt:.2f}", f"{dt / n * 1000:.2f}"])
-        print()
-        print(f"client overhead against a zero-latency stub, {args.stub_samples} samples per row (whole run / samples)")
-        print(tabulate(rows, headers=["image", "concurrency", "samples", "seconds", "ms per request"], tablefmt="github"))
+        if args.part in ("both", "serve"):
+            ckpt = build_qwen2_5_vl(root / "ckpt", plain=True)
+            req = make_requests(root, args.samples, (1024, 768), args.max_new_tokens)
+            rows = []
+            with TransformersServe(ckpt, log=root / "serve.log") as srv:
+                timed_run(srv.base_url, srv.model, req, root / "warm.jsonl", 1, **budget)  # load and warm the model
+                base = None
+                for c in args.concurrency:
+                    dt, n = timed_run(srv.base_url, srv.model, req, root / f"out-{c}.jsonl", c, **budget)
+                    rate = n / dt
+                    base = base or rate
+                    rows.append([c, n, f"{dt:.2f}", f"{rate:.2f}", f"{rate / base:.2f}"])
+            print(f"served: transformers serve (CPU, tiny Qwen2.5-VL), {args.samples} samples of 1024x768, "
+                  f"max_new_tokens {args.max_new_tokens}")
+            print(tabulate(rows, headers=["concurrency", "samples", "seconds", "samples/s", "ratio to c=1"],
+                           tablefmt="github"), flush=True)
+        if args.part in ("both", "stub"):
+            rows = []
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_stub, args=(child, '[{"point_2d": [10, 10]}]'), daemon=True)
+            proc.start()
+            try:
+                url = parent.recv()
+                for size in ((1024, 768), (224, 224)):
+                    sreq = make_requests(root, args.stub_samples, size, args.max_new_tokens)
+                    timed_run(url, "stub", sreq, root / "stub-warm.jsonl", 1, **budget)  # imports, first connection
+                    for c in (1, 16):
+                        dt, n = timed_run(url, "stub", sreq, root / "stub.jsonl", c, **budget)
+                        rows.append([f"{size[0]}x{size[1]}", c, n, f"{dt:.2f}", f"{dt / n * 1000:.1f}"])
+            finally:
+                parent.send("stop")
+                proc.join(timeout=10)
+            print()
+            print(f"client overhead against a zero-latency stub (another process), {args.stub_samples} samples per "
+                  "row (whole run / samples)")
+            print(tabulate(rows, headers=["image", "concurrency", "samples", "seconds", "ms per request"],
+                           tablefmt="github"), flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 
