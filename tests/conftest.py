@@ -1,6 +1,7 @@
-"""Shared test setup: offline hub, deterministic hypothesis profile, paths to shared data."""
+"""Shared test setup: offline hub, deterministic hypothesis profile, paths to shared data, the Docker base."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,26 @@ def pointerbench_dir() -> Path:
     if not POINTERBENCH_DIR.is_dir():
         pytest.fail(f"PointerBench annotations not found at {POINTERBENCH_DIR} (set POINTFAIL_SHARED)")
     return POINTERBENCH_DIR
+
+
+@pytest.fixture(scope="session")
+def base_lock(tmp_path_factory) -> Path:
+    """A base image lock whose base is in the engine, for tests that build images.
+
+    The committed ``images/base/base.lock.json`` names a base built from Debian's archive on the day it
+    was published; on a fresh machine that image is absent, and Debian's -security and -updates pockets
+    may have moved on. The lock is copied to a temporary folder and :func:`pointfail_runner.base.ensure_base`
+    reuses the base it names when the engine has it and builds one otherwise (rewriting only the copy),
+    so the committed lock is left alone and every test in the session builds on the same base.
+    """
+    from pointfail_runner.base import ensure_base
+    from pointfail_runner.engine import ensure_engine
+
+    lock = tmp_path_factory.mktemp("base") / "base.lock.json"
+    shutil.copy(REPO / "images/base/base.lock.json", lock)
+    client = ensure_engine()
+    try:
+        ensure_base(client, lock)
+    finally:
+        client.close()
+    return lock

@@ -10,7 +10,6 @@ their Dockerfile, lock, the pointfail source or the base changed (content-keyed 
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +20,7 @@ pytest.importorskip("docker")
 from pointfail_runner import container as cmod  # noqa: E402
 from pointfail_runner import images as imod  # noqa: E402
 from pointfail_runner import locks  # noqa: E402
-from pointfail_runner.base import ensure_base, read_apt_mirror  # noqa: E402
+from pointfail_runner.base import read_apt_mirror  # noqa: E402
 from pointfail_runner.engine import ensure_engine  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -35,14 +34,6 @@ def client():
     c = ensure_engine()
     yield c
     c.close()
-
-
-@pytest.fixture(scope="session")
-def base_lock(client, tmp_path_factory) -> Path:
-    lock = tmp_path_factory.mktemp("base") / "base.lock.json"
-    shutil.copy(REPO / "images/base/base.lock.json", lock)
-    ensure_base(client, lock)
-    return lock
 
 
 @pytest.fixture(scope="session")

@@ -291,7 +291,7 @@ def test_worker_answers_several_pairs_with_one_model_load(tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tmp_path):
+def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tmp_path, base_lock):
     """Real containers: the plan's shards (3 per model, 2 at a time, each one container answering
     every cell of its shard) merged, against ``pointfail-runner run`` on one machine: the same records
     but for the measured time per sample (``response.seconds``)."""
@@ -307,7 +307,8 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
         p.chmod(0o755 if p.is_dir() else 0o644)
     single = tmp_path / "single"
     run_study(study_file, repo=repo, data_root=study_dir / "data/tiny", work_root=single / "work",
-              records_root=single / "records", progress=False, client=client, log=lambda s: None)
+              records_root=single / "records", progress=False, client=client, base_lock=base_lock,
+              log=lambda s: None)
     plan = pmod.build_plan(study_file, repo=repo, data_root=study_dir / "data/tiny", shards=3, log=lambda s: None)
     plan_file = pmod.write_plan(plan, tmp_path / "plan.json")
     # a container left on shard 0 by a runner that died (SIGKILL) is removed before the shard runs
@@ -317,7 +318,7 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
                                       labels={"org.pointfail.job": str((tmp_path / "run/center/shards/0").resolve())},
                                       name=f"pointfail-test18-orphan-{os.getpid()}")
     sub = local.submit(plan_file, repo=repo, run_dir=tmp_path / "run", data_root=study_dir / "data/tiny",
-                       concurrency=2, client=client, log=lambda s: None)
+                       concurrency=2, client=client, base_lock=base_lock, log=lambda s: None)
     from docker.errors import NotFound
 
     with pytest.raises(NotFound):
@@ -343,7 +344,7 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
             assert untimed(tmp_path / "merged" / m / f"{b}.jsonl") == untimed(single / "records" / m / f"{b}.jsonl")
     # a second submit finds every cell done and starts no container
     again = local.submit(plan_file, repo=repo, run_dir=tmp_path / "run", data_root=study_dir / "data/tiny",
-                         missing=True, client=client, log=lambda s: None)
+                         missing=True, client=client, base_lock=base_lock, log=lambda s: None)
     assert again.shards == {}
 
 

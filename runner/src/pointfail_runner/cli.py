@@ -96,6 +96,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     r.add_argument("--mem-limit", default="8g")
     r.add_argument("--batch-size", type=int, default=None)
     r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--base-lock", type=Path, default=None,
+                   help="base image lock naming the base to build on (default images/base/base.lock.json)")
     r.add_argument("--fix-permissions", action="store_true",
                    help="as root: make data/weights readable by the container user (chmod -R o+rX) if they are not")
     pq = sub.add_parser("prereqs", help="check (and as root on Debian, install) the system packages needed")
@@ -186,7 +188,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                records_root=args.records, variant=args.variant, limit=args.limit,
                                wall_clock_s=args.wall_clock, mem_limit=args.mem_limit,
                                batch_size=args.batch_size, progress=not args.no_progress,
-                               fix_permissions=args.fix_permissions)
+                               base_lock=args.base_lock, fix_permissions=args.fix_permissions)
             for model, per in counts.items():
                 for bench, n in per.items():
                     print(f"{model}\t{bench}\t{n} records")
@@ -225,6 +227,8 @@ def _add_plan_commands(sub) -> None:
             p.add_argument("--models", nargs="*", default=None)
             p.add_argument("--missing", action="store_true", help="only shards with a cell that is not done")
             p.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+            p.add_argument("--base-lock", type=Path, default=None,
+                           help="base image lock images are built on (default images/base/base.lock.json)")
             p.add_argument("--cluster", type=Path, default=None, help="cluster settings TOML ([slurm], [k8s])")
             p.add_argument("--concurrency", type=int, default=1, help="local: shards running at once")
             p.add_argument("--mem-limit", default="8g", help="local: container memory limit")
@@ -286,7 +290,7 @@ def _plan_command(args, repo: Path) -> int:
         run_dir = args.run_dir or default_run_dir(args.plan)
         if args.cmd == "submit":
             common = dict(repo=repo, run_dir=run_dir, data_root=args.data_root, weights_root=args.weights_root,
-                          models=args.models, missing=args.missing, variant=args.variant)
+                          models=args.models, missing=args.missing, variant=args.variant, base_lock=args.base_lock)
             if args.executor == "local":
                 from .executors.local import submit
 

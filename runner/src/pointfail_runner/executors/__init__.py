@@ -144,10 +144,11 @@ def default_run_dir(plan_file: Path) -> Path:
 
 def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], variant: str, client,
                reference: Callable[[object, str], str], archive: Optional[Callable[[object, str], Optional[str]]] = None,
-               log: Callable[[str], None] = print) -> dict:
+               base_lock: Optional[Path] = None, log: Callable[[str], None] = print) -> dict:
     """Step 2 of the module docstring for ``models``: ``{model: ModelRun}``. ``reference(built,
     model)`` gives the runtime's image reference for a :class:`~pointfail_runner.images.BuiltImage`;
     ``archive(built, model)`` optionally a ``docker save`` tarball path nodes load the image from.
+    ``base_lock`` names the base image images are built on (default ``images/base/base.lock.json``).
 
     Raises:
         PlanError: a weights folder or weights manifest is missing (:func:`pointfail_runner.study.missing_inputs`).
@@ -165,7 +166,7 @@ def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], varian
     for name in models:
         pm = plan.model(name)
         spec = study.model(name)
-        built = imod.ensure_image(client, repo, pm.image, variant=variant, log=log)
+        built = imod.ensure_image(client, repo, pm.image, variant=variant, base_lock=base_lock, log=log)
         try:
             client.images.get(built.id).tag(*pin_tag(plan.study, name).split(":"))
         except Exception as e:  # noqa: BLE001 - a tag is a safeguard, not a requirement

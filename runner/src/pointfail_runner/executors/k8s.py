@@ -206,7 +206,7 @@ def write_manifests(plan, run, runs: dict, settings: K8sSettings, models: list[s
 def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_root: Optional[Path] = None,
            weights_root: Optional[Path] = None, models: Optional[list[str]] = None, missing: bool = False,
            variant: str = "cpu", settings: Optional[K8sSettings] = None, client=None,
-           log: Callable[[str], None] = print) -> Submission:
+           base_lock: Optional[Path] = None, log: Callable[[str], None] = print) -> Submission:
     """Pin (push when asked), stage and write one Indexed Job per model; apply them when ``apply``.
 
     With ``missing``, each Job still has one completion per shard of the model (a Job's indices are
@@ -232,7 +232,8 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
     client = client or ensure_engine()
     runs = pin_models(plan, run, repo=repo, study=study, roots=roots, models=names, variant=variant, client=client,
                       reference=lambda built, name: registry_reference(client, built, settings.registry,
-                                                                       push=settings.push, log=log), log=log)
+                                                                       push=settings.push, log=log),
+                      base_lock=base_lock, log=log)
     stage_shards(plan, run, study=study, roots=roots, shards=shards, log=log)
     files = write_manifests(plan, run, runs, settings, names)
     for f in files:

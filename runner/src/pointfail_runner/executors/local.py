@@ -22,7 +22,8 @@ from . import Submission, pin_models, prepare
 def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_root: Optional[Path] = None,
            weights_root: Optional[Path] = None, models: Optional[list[str]] = None, missing: bool = False,
            variant: str = "cpu", concurrency: int = 1, mem_limit: str = "8g", wall_clock_s: float = 6 * 3600,
-           client=None, progress: bool = False, log: Callable[[str], None] = print) -> Submission:
+           client=None, progress: bool = False, base_lock: Optional[Path] = None,
+           log: Callable[[str], None] = print) -> Submission:
     """Pin, stage and run the plan's shards here (module docstring). Returns a
     :class:`~pointfail_runner.executors.Submission` whose ``detail`` maps ``"model/index"`` to the
     shard's :class:`~pointfail_runner.container.JobResult` or the error that stopped it, plus
@@ -42,7 +43,7 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
     client = client or ensure_engine()
     names = sorted({m.name for m, _ in shards}, key=[m.name for m in plan.models].index)
     pin_models(plan, run, repo=repo, study=study, roots=roots, models=names, variant=variant, client=client,
-               reference=lambda built, name: built.id, log=log)
+               reference=lambda built, name: built.id, base_lock=base_lock, log=log)
     stage_shards(plan, run, study=study, roots=roots, shards=shards, log=log)
     detail: dict = {}
     t0 = time.monotonic()

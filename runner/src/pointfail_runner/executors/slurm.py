@@ -252,7 +252,8 @@ def sbatch(settings: SlurmSettings, script: Path, env: Optional[dict] = None) ->
 def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_root: Optional[Path] = None,
            weights_root: Optional[Path] = None, models: Optional[list[str]] = None, missing: bool = False,
            variant: str = "cpu", settings: Optional[SlurmSettings] = None, client=None, dry_run: bool = False,
-           env: Optional[dict] = None, log: Callable[[str], None] = print) -> Submission:
+           env: Optional[dict] = None, base_lock: Optional[Path] = None,
+           log: Callable[[str], None] = print) -> Submission:
     """Pin, stage and submit one job array per model (module docstring). ``dry_run`` writes the batch
     scripts without calling ``sbatch``. ``detail`` maps each model to ``{"script", "job_id",
     "shards"}``; the job ids are also appended to ``<run>/<model>/slurm/jobs.jsonl`` (for ``status``).
@@ -290,7 +291,7 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
 
     runs = pin_models(plan, run, repo=repo, study=study, roots=roots, models=list(by_model), variant=variant,
                       client=client, reference=lambda built, name: runtime_reference(settings, client, built, log),
-                      archive=archive, log=log)
+                      archive=archive, base_lock=base_lock, log=log)
     stage_shards(plan, run, study=study, roots=roots, shards=shards, log=log)
     detail = {}
     for name, indices in by_model.items():
