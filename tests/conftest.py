@@ -1,7 +1,6 @@
 """Shared test setup: offline hub, deterministic hypothesis profile, paths to shared data, the Docker base."""
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -32,22 +31,15 @@ def pointerbench_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def base_lock(tmp_path_factory) -> Path:
-    """A base image lock whose base is in the engine, for tests that build images.
-
-    The committed ``images/base/base.lock.json`` names a base built from Debian's archive on the day it
-    was published; on a fresh machine that image is absent, and Debian's -security and -updates pockets
-    may have moved on. The lock is copied to a temporary folder and :func:`pointfail_runner.base.ensure_base`
-    reuses the base it names when the engine has it and builds one otherwise (rewriting only the copy),
-    so the committed lock is left alone and every test in the session builds on the same base.
-    """
-    from pointfail_runner.base import ensure_base
+    """A base image lock whose base is in the engine, for tests that build images
+    (:func:`serving_fixtures.base_lock`: a temporary copy, the committed lock is left alone). On a fresh
+    machine the base the committed ``images/base/base.lock.json`` names is absent, and Debian's
+    -security and -updates pockets may have moved on since it was published."""
+    import serving_fixtures as fx
     from pointfail_runner.engine import ensure_engine
 
-    lock = tmp_path_factory.mktemp("base") / "base.lock.json"
-    shutil.copy(REPO / "images/base/base.lock.json", lock)
     client = ensure_engine()
     try:
-        ensure_base(client, lock)
+        return fx.base_lock(client, tmp_path_factory.mktemp("base"))
     finally:
         client.close()
-    return lock

@@ -128,11 +128,11 @@ def test_served_study_kill_9_and_rerun(served_env):
 
 
 @pytest.mark.docker
-def test_served_records_equal_in_container_records(served_env, tmp_path_factory):
+def test_served_records_equal_in_container_records(served_env, base_lock):
     """The must-show parity: the served study's records (``pointfail-runner run``, transformers serve on
     loopback, host torch) against the in-container backend's (the qwen2_5_vl CPU image's worker, its own
     torch), same checkpoint and inputs. The container side runs through the same ``run_study`` in process
-    with a private base lock (``pointfail-runner run`` reads only the committed one)."""
+    with the session's base lock (the conftest ``base_lock`` fixture)."""
     import serving_fixtures as fx
     from pointfail_runner.engine import ensure_engine
     from pointfail_runner.study import run_study
@@ -142,7 +142,7 @@ def test_served_records_equal_in_container_records(served_env, tmp_path_factory)
     if not served_file.exists():
         subprocess.run(_runner(study, root, "served"), check=True, capture_output=True, timeout=600, cwd=REPO)
     client = ensure_engine()
-    lock = fx.base_lock(client, tmp_path_factory.mktemp("base"))
+    lock = base_lock
     fx.family_image(client, lock)
     out = run_study(study, repo=REPO, models=["container"], data_root=root, weights_root=root,
                     work_root=root / "work", records_root=root / "records", wheelhouse=fx.WHEELHOUSE,

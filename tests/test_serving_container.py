@@ -44,11 +44,6 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def base_lock(client, tmp_path_factory) -> Path:
-    return fx.base_lock(client, tmp_path_factory.mktemp("base"))
-
-
-@pytest.fixture(scope="module")
 def family_image(client, base_lock):
     return fx.family_image(client, base_lock)
 
