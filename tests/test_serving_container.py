@@ -18,7 +18,6 @@ same transformers), and the records are identical outside the fields that differ
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
