@@ -210,8 +210,12 @@ def study_page_html(
     css = asset_text("style.css") + segment_css() if inline_css else "assets/style.css"
     counts = ""
     if summary:
-        counts = (f'<p class="counts">{summary["records"]} records · {summary["models"]} models · '
-                  f'{summary["benchmarks"]} benchmarks · {summary["errors"]} infrastructure errors (counted apart)</p>')
+        def count(k: int, noun: str) -> str:
+            return f"{k} {noun}" + ("" if k == 1 else "s")
+
+        counts = (f'<p class="counts">{count(summary["records"], "record")} · {count(summary["models"], "model")} · '
+                  f'{count(summary["benchmarks"], "benchmark")} · '
+                  f'{count(summary["errors"], "infrastructure error")} (non-hits, in their own column)</p>')
     note_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     body = (
         (nav_html(study, "study") if links else "")
