@@ -17,7 +17,7 @@ from pathlib import Path
 from PIL import Image
 
 from pointfail.suites import sheets, text
-from pointfail.suites.common import png_bytes
+from pointfail.suites.writer import png_bytes
 
 BUDGET_S = 120.0
 

@@ -105,11 +105,10 @@ def test_generate_requires_out(capsys):
 
 
 def test_generate_with_a_missing_font_fails_clearly(monkeypatch, tmp_path, capsys):
-    from pointfail.suites import common
+    from pointfail.suites import fonts
 
-    monkeypatch.setattr(common, "FONT_DIRS", (str(tmp_path / "nofonts"),))
+    monkeypatch.setattr(fonts, "FONT_DIRS", (str(tmp_path / "nofonts"),))
     monkeypatch.setenv("POINTFAIL_FONT_DIR", "")
-    common._FONT_CACHE.clear()
     out = tmp_path / "t"
     assert cli.main(["generate", "text", "--n", "1", "--out", str(out)]) == 1
     err = capsys.readouterr().err

@@ -19,7 +19,8 @@ from pointfail.suites.absent import (
     check_absence_proof,
     make_absent_rows,
 )
-from pointfail.suites.common import SuiteError, verify_manifest
+from pointfail.suites.errors import SuiteError
+from pointfail.suites.manifest import verify_manifest
 
 GRAPH = {
     "schema": "pointfail.scene_graph/1", "image": "0000.png", "width": 1024, "height": 768,

@@ -12,21 +12,14 @@ import zlib
 import pytest
 from PIL import Image, ImageDraw
 
-from pointfail.suites import common
-from pointfail.suites.common import (
-    Element,
-    FontMissingError,
-    SampleSpec,
-    Scene,
-    SuiteError,
-    TextPainter,
-    build_row,
-    generate_suite,
-    load_font,
-    png_bytes,
-    require_unique,
-    verify_manifest,
-)
+from pointfail.suites import fonts, rows, scene
+from pointfail.suites.errors import FontMissingError, SuiteError
+from pointfail.suites.fonts import load_font
+from pointfail.suites.manifest import verify_manifest
+from pointfail.suites.painter import TextPainter
+from pointfail.suites.rows import SampleSpec, build_row
+from pointfail.suites.scene import Element, Scene, require_unique
+from pointfail.suites.writer import generate_suite, png_bytes
 
 
 def _chunks(png: bytes) -> list[str]:
@@ -54,21 +47,21 @@ def test_png_bytes_have_no_ancillary_chunks_and_are_stable():
 
 
 def test_sample_rng_is_independent_of_hash_seed():
-    code = "from pointfail.suites.common import sample_rng; print(sample_rng('text', 7, 3, 1).random())"
+    code = "from pointfail.suites.rows import sample_rng; print(sample_rng('text', 7, 3, 1).random())"
     outs = set()
     for hs in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=hs)
         outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                                 check=True).stdout)
     assert len(outs) == 1
-    assert common.sample_rng("text", 7, 3, 1).random() != common.sample_rng("text", 7, 3, 2).random()
+    assert rows.sample_rng("text", 7, 3, 1).random() != rows.sample_rng("text", 7, 3, 2).random()
 
 
 def test_missing_font_names_the_debian_package(monkeypatch, tmp_path):
-    monkeypatch.setattr(common, "FONT_DIRS", (str(tmp_path),))
+    monkeypatch.setattr(fonts, "FONT_DIRS", (str(tmp_path),))
     monkeypatch.setenv("POINTFAIL_FONT_DIR", "")
     with pytest.raises(FontMissingError) as e:
-        common.font_path("liberation-serif")
+        fonts.font_path("liberation-serif")
     assert "LiberationSerif-Regular.ttf" in str(e.value) and "fonts-liberation" in str(e.value)
     # generation fails before anything is written
     out = tmp_path / "suite"
@@ -80,10 +73,10 @@ def test_missing_font_names_the_debian_package(monkeypatch, tmp_path):
 
 
 def test_font_dir_override(monkeypatch, tmp_path):
-    src = common.font_path("dejavu-sans")
+    src = fonts.font_path("dejavu-sans")
     (tmp_path / src.name).write_bytes(src.read_bytes())
     monkeypatch.setenv("POINTFAIL_FONT_DIR", str(tmp_path))
-    assert common.font_path("dejavu-sans") == tmp_path / src.name
+    assert fonts.font_path("dejavu-sans") == tmp_path / src.name
 
 
 @pytest.mark.parametrize("font_name,size", [("dejavu-sans", 15), ("liberation-serif", 19), ("dejavu-sans-mono", 14)])
@@ -103,7 +96,7 @@ def test_painter_boxes_equal_pillows_own_rendering(font_name, size):
         assert (list(bb) if bb else None) == c.box, c.ch
     # the union of glyph boxes is exactly the ink on the canvas
     ink = Image.eval(canvas.convert("L"), lambda v: 255 if v < 255 else 0).getbbox()
-    assert list(ink) == common.union_box(c.box for c in chars)
+    assert list(ink) == scene.union_box(c.box for c in chars)
     # pens advance monotonically by the font's advance widths
     pens = painter.pens(font_name, size, 10, s)
     assert pens[0] == 10 and pens[-1] == 10 + round(font.getlength(s))
@@ -240,15 +233,12 @@ def test_prefix_lengths_equal_getlength_exactly():
                 assert painter.extend_length(name, size, 0.0, "", s) == font.getlength(s)
 
 
-def test_scene_graph_dump_is_canonical_json():
-    from pointfail.records import canonical_json
-
-    sg = common.scene_graph_json("0000.png", [Element("word:0.1", "word", [1, 2, 3, 4], "Grüße"),
-                                              Element("caret:0.0", "caret", [0, 2, 2, 4])])
-    assert common._dumps(sg) == canonical_json(sg)
+def test_scene_graph_elements_are_sorted_by_id():
+    sg = scene.scene_graph_json("0000.png", [Element("word:0.1", "word", [1, 2, 3, 4], "Grüße"),
+                                             Element("caret:0.0", "caret", [0, 2, 2, 4])])
+    assert sg["schema"] == scene.SCENE_GRAPH_SCHEMA and (sg["width"], sg["height"]) == (1024, 768)
     assert [e["id"] for e in sg["elements"]] == ["caret:0.0", "word:0.1"]
-    with pytest.raises(ValueError):
-        common._dumps({"x": float("nan")})
+    assert sg["elements"][1] == {"id": "word:0.1", "category": "word", "box": [1, 2, 3, 4], "text": "Grüße"}
 
 
 @pytest.mark.slow
@@ -275,10 +265,10 @@ def test_suites_are_byte_identical_across_processes_and_hash_seeds(tmp_path):
 
 def test_category_schedule_quotas(pointerbench_dir):
     # 6 * 3/4 = 4.5 and 6 * 1/4 = 1.5: floors 4 + 1, the one left goes to "a" (equal remainders, by name)
-    sched = common.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
+    sched = rows.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
     assert sorted(sched) == ["a"] * 5 + ["b"]
-    assert sched == common.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
-    assert common.category_schedule({"a": 1}, 0, "s", 1) == []
+    assert sched == rows.category_schedule({"a": 3, "b": 1}, 6, "s", 1)
+    assert rows.category_schedule({"a": 1}, 0, "s", 1) == []
     # the sheets weights are PointerBench-Sheets' real category counts (they sum to 500), so a
     # 500-sample schedule reproduces them exactly
     import collections
@@ -290,7 +280,7 @@ def test_category_schedule_quotas(pointerbench_dir):
     real = collections.Counter(
         json.loads(line)["category"]
         for line in (pointerbench_dir / "pointerbench-sheets/data/test/metadata.jsonl").read_text().splitlines())
-    assert dict(collections.Counter(common.category_schedule(weights, 500, "sheets", 3))) == dict(real)
+    assert dict(collections.Counter(rows.category_schedule(weights, 500, "sheets", 3))) == dict(real)
 
 
 def test_verify_regenerate_passes_the_recorded_generator_args(tmp_path, monkeypatch):
@@ -339,7 +329,7 @@ def test_content_sha256_hashes_pixels_not_png_encoding(tmp_path):
     import hashlib
     import io
 
-    from pointfail.suites.common import content_sha256, file_content_sha256
+    from pointfail.suites.manifest import content_sha256, file_content_sha256
 
     im = Image.new("RGB", (4, 2), (10, 20, 30))
     im.putpixel((3, 1), (200, 0, 0))
@@ -371,7 +361,7 @@ def test_content_sha256_hashes_pixels_not_png_encoding(tmp_path):
 
 
 def test_compare_manifests_separates_content_from_environment():
-    from pointfail.suites.common import compare_manifests
+    from pointfail.suites.manifest import compare_manifests
 
     base = {"schema": "pointfail.suite_manifest/2", "suite": "web", "generator": "pointfail.suites.web", "seed": 1,
             "n": 2, "files": {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32},

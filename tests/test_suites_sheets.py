@@ -8,7 +8,9 @@ import re
 import pytest
 
 from pointfail.suites import sheets
-from pointfail.suites.common import SuiteError, TextPainter, build_row, sample_rng
+from pointfail.suites.errors import SuiteError
+from pointfail.suites.painter import TextPainter
+from pointfail.suites.rows import build_row, sample_rng
 from pointfail.suites.sheets import CATEGORY_WEIGHTS, COLORS, STYLES, col_name
 
 PAINTER = TextPainter()

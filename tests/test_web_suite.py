@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.suites import common, web
+from pointfail.suites import fonts, manifest as suite_manifest, web
 
 pytestmark = pytest.mark.skipif(
     not Path(web.CHROMIUM).exists() or shutil.which("dpkg-query") is None,
@@ -86,7 +86,7 @@ def test_300_samples_from_20_pages_of_two_packages(suite):
     manifest = json.loads((suite / "manifest.json").read_text())
     # the environment lives in the manifest only, never in per-sample rows
     assert manifest["environment"]["browser"].split(".")[0].isdigit()
-    assert manifest["environment"]["sqlite3-doc"] == common.package_version("sqlite3-doc")
+    assert manifest["environment"]["sqlite3-doc"] == fonts.package_version("sqlite3-doc")
     assert not any(k in r for r in rows for k in ("browser", "package_version"))
     assert manifest["licenses"] == {"python3.11-doc": "PSF-2.0", "sqlite3-doc": "public-domain"}
 
@@ -111,4 +111,4 @@ def test_generation_is_byte_identical(tmp_path):
     ha, hb = _hashes(a), _hashes(b)
     assert ha == hb
     manifest = json.loads((a / "manifest.json").read_text())
-    assert {k: common.content_sha256(k, (a / k).read_bytes()) for k in ha if k != "manifest.json"} == manifest["files"]
+    assert {k: suite_manifest.content_sha256(k, (a / k).read_bytes()) for k in ha if k != "manifest.json"} == manifest["files"]

@@ -104,7 +104,7 @@ EXIT_TABLES_DIFFER = 4
 @dataclass
 class SuiteCheck:
     """One generated suite compared with its committed manifest: ``name``, the committed manifest's
-    path and the :class:`pointfail.suites.common.ManifestComparison` (``None`` when the manifest was
+    path and the :class:`pointfail.suites.manifest.ManifestComparison` (``None`` when the manifest was
     written rather than compared, as with ``--publish``)."""
 
     name: str
@@ -113,8 +113,8 @@ class SuiteCheck:
 
 
 def compare_manifest(generated: Path, committed: Path):
-    """:func:`pointfail.suites.common.compare_manifests` of two manifest files (committed first)."""
-    from pointfail.suites.common import compare_manifests
+    """:func:`pointfail.suites.manifest.compare_manifests` of two manifest files (committed first)."""
+    from pointfail.suites.manifest import compare_manifests
 
     return compare_manifests(json.loads(committed.read_text(encoding="utf-8")),
                              json.loads(generated.read_text(encoding="utf-8")))

@@ -163,7 +163,7 @@ def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -
     scene graph, never taken on the row's word."""
     from pointfail.records import canonical_json, sha256_bytes
     from pointfail.suites.absent import check_absence_proof
-    from pointfail.suites.common import SuiteError
+    from pointfail.suites.errors import SuiteError
 
     if row.get("bbox") is not None or row.get("target_id") is not None:
         return None, "an absent row has a bbox or a target_id"
@@ -224,7 +224,7 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
 
     The benchmark name is the manifest's ``suite`` (else the directory name). Every file listed in
     ``manifest.json`` is checked against its content digest
-    (:func:`pointfail.suites.common.content_sha256`: decoded pixels for PNGs, bytes otherwise).
+    (:func:`pointfail.suites.manifest.content_sha256`: decoded pixels for PNGs, bytes otherwise).
 
     Returns:
         Samples as for PointerBench, with ``metadata["target_id"]`` and ``scene_graph_path`` set.
@@ -233,7 +233,7 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
         BenchmarkError: a missing image or scene graph, a manifest sha256 mismatch or missing listed
             file, or any PointerBench row problem.
     """
-    from pointfail.suites.common import file_content_sha256
+    from pointfail.suites.manifest import file_content_sha256
 
     root = Path(data_dir)
     manifest_path = root / "manifest.json"

@@ -6,7 +6,7 @@ chosen (the kind's parser fills in its arguments on first use), so ``pointfail -
 generator and a kind whose module is missing fails with a clear message instead of breaking the CLI.
 
 ``pointfail generate verify DIR [--regenerate]`` checks a suite against its ``manifest.json`` (see
-:func:`pointfail.suites.common.verify_manifest`) and prints what differs and why.
+:func:`pointfail.suites.manifest.verify_manifest`) and prints what differs and why.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ generator, seed and n. Prints what differs and why; exit 1 when anything does.""
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from pointfail.suites.common import SuiteError, verify_manifest
+    from pointfail.suites.errors import SuiteError
+    from pointfail.suites.manifest import verify_manifest
 
     try:
         res = verify_manifest(args.suite_dir, regenerate=args.regenerate)

@@ -1,16 +1,29 @@
 """Synthetic suite generators: screenshots in the PointerBench layout plus a scene graph per image.
 
 Each generator is one module ``pointfail.suites.<kind>`` providing ``add_arguments(parser)`` and
-``run(args) -> int`` (the ``pointfail generate <kind>`` contract) and a ``generate(out_dir, n, seed)``
-function. Layout, manifest, fonts, deterministic PNG writing and verification are shared in
-:mod:`pointfail.suites.common`. The directory format is fixed in ``docs/architecture.md``
-("Generated suites").
+``run(args) -> int`` (the ``pointfail generate <kind>`` contract) and a ``generate(out_dir, *, n,
+seed, absent_share=0.0)`` function. The directory format is fixed in ``docs/architecture.md``
+("Generated suites"). Shared, one job per module:
+
+- :mod:`~pointfail.suites.errors`: ``SuiteError``, ``FontMissingError``.
+- :mod:`~pointfail.suites.scene`: the scene graph (elements, boxes, the 1024x768 frame).
+- :mod:`~pointfail.suites.rows`: a sample's random stream and category schedule, instruction
+  wording helpers, the writers' result (``Named``) and the metadata row.
+- :mod:`~pointfail.suites.fonts`: the declared fonts and the rendering environment.
+- :mod:`~pointfail.suites.painter`: text drawn glyph by glyph with exact ink boxes.
+- :mod:`~pointfail.suites.writer`: deterministic PNGs, the directory layout, the generation loop.
+- :mod:`~pointfail.suites.manifest`: manifest digests, comparison and verification.
+- :mod:`~pointfail.suites.drawn`: ``DrawnSuite``, what the Pillow-drawn suites (sheets, text) share.
+- :mod:`~pointfail.suites.cli`: the ``pointfail generate`` options.
+- :mod:`~pointfail.suites.absent`: absent referents; :mod:`~pointfail.suites.corpus`: word lists.
 
 Kinds: ``sheets`` (spreadsheet grids, modelled on PointerBench-Sheets), ``text`` (document surfaces,
 modelled on PointerBench-Text), ``web`` (rendered web pages; separate module).
 """
 
 from __future__ import annotations
+
+__all__ = ["KINDS"]
 
 KINDS: dict[str, str] = {
     "sheets": "spreadsheet grids: cells, headers, colours, relative references, edges, handles, corners",

@@ -34,7 +34,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
-from pointfail.suites.common import SuiteError, quote
+from pointfail.suites.errors import SuiteError
+from pointfail.suites.rows import quote
 
 __all__ = [
     "ABSENCE_RULE",

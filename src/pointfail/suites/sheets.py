@@ -1,10 +1,13 @@
 """The ``sheets`` suite: spreadsheet screenshots with structural and geometric pointing targets.
 
-Modelled on PointerBench-Sheets (pointerbench-paper.txt, appendix "PointerBench-Sheets", and the
-500 real rows in shared/data/pointerbench/pointerbench-sheets): a visible grid with row and column
-headers, cell values, coloured cells, five visual styles (``bare``, ``excel``, ``excel_white``,
-``libreoffice``, ``google_sheets``) with optional application chrome, and a random first visible
-row and column (scroll offset), so no semantic location sits at a fixed screen position.
+Modelled on PointerBench-Sheets (the PointerBench paper, appendix "PointerBench-Sheets", and its 500
+real rows): a visible grid with row and column headers, cell values, coloured cells, five visual
+styles (``bare``, ``excel``, ``excel_white``, ``libreoffice``, ``google_sheets``) with optional
+application chrome, and a random first visible row and column (scroll offset), so no semantic
+location sits at a fixed screen position.
+
+Each category has a writer in :data:`WRITERS` (a dispatch table of small functions over one rendered
+sheet); :func:`make_sample` lays out and renders the sheet and calls the writer of its category.
 
 Row fields beyond the layout's: ``data_type`` and ``category`` (PointerBench's names: ``cell``/
 ``cell_ref``, ``cell_content``, ``cell_ref_content``; ``color``/``cell_color``; ``header``/
@@ -13,7 +16,7 @@ Row fields beyond the layout's: ``data_type`` and ``category`` (PointerBench's n
 ``corner``/``cell_{top,bottom}_{left,right}_corner``), ``ui_style``, ``language`` (the language of
 the cell values; instructions are English, as in the real rows), ``first_row``, ``first_col``.
 
-Geometry (absolute pixels, see :mod:`pointfail.suites.common`): a grid line is one pixel wide; a cell
+Geometry (absolute pixels, see :mod:`pointfail.suites.scene`): a grid line is one pixel wide; a cell
 box runs from its left to its right grid line and its top to its bottom grid line. Thin targets use
 PointerBench's 6-pixel extents: an edge is ``[x-3, top, x+3, bottom]`` around the line's pixel
 column ``x``, a corner ``[x-3, y-3, x+3, y+3]``, a column resize handle the 6-pixel strip around the
@@ -31,33 +34,31 @@ filled in one colour, category ``color_band``, text = colour name), ``header_cor
 
 from __future__ import annotations
 
-import argparse
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from pointfail.suites import corpus
-from pointfail.suites.common import (
-    IMAGE_SIZE,
-    Element,
-    SampleSpec,
-    Scene,
-    SuiteError,
-    TextPainter,
-    add_suite_arguments,
-    category_schedule,
-    choose_category,
-    generate_suite,
-    quote,
-    require_unique,
-    run_suite_command,
-    union_box,
-)
+from pointfail.suites.drawn import DrawnSuite
+from pointfail.suites.errors import SuiteError
+from pointfail.suites.painter import TextPainter
+from pointfail.suites.rows import Named, SampleSpec, choose_category, quote
+from pointfail.suites.scene import IMAGE_SIZE, Element, Scene, require_unique, union_box
 
-SUITE = "sheets"
-GENERATOR_VERSION = 1
-ID_PREFIX = "pfs"
+__all__ = [
+    "CATEGORY_WEIGHTS",
+    "COLORS",
+    "STYLES",
+    "SUITE",
+    "WRITERS",
+    "add_arguments",
+    "col_name",
+    "generate",
+    "make_sample",
+    "run",
+]
 
 CATEGORY_WEIGHTS: dict[str, tuple[str, int]] = {
     # category: (data_type, weight = the count of that category among PointerBench-Sheets' 500 rows)
@@ -517,11 +518,243 @@ def _plural(k: int, word: str) -> str:
     return f"{k} {word}" if k == 1 else f"{k} {word}s"
 
 
+def _ref(c: int, r: int) -> str:
+    """A cell reference: column letters and row number (``_ref(2, 7) == "C7"``)."""
+    return f"{col_name(c)}{r}"
+
+
+# ------------------------------------------------------------------------------------ category writers
+
+
+@dataclass
+class _View:
+    """What a category writer reads: the sample's random stream, the rendered sheet and its grid, the
+    scene graph ids, and the fully visible cells ``(column index, row)``, columns and rows."""
+
+    rng: random.Random
+    sheet: _Sheet
+    grid: Grid
+    ids: set[str]
+    full_cells: list[tuple[int, int]]
+    full_cols: list[int]
+    full_rows: list[int]
+
+    def the(self, eid: str) -> list[str]:
+        """``[eid]`` when the scene has that element, else ``[]`` (for :func:`require_unique`)."""
+        return [eid] if eid in self.ids else []
+
+    def ids_with_text(self, t: str) -> list[str]:
+        """Every element showing text ``t`` (case-insensitive), chrome included."""
+        return [e.id for e in self.sheet.elements if e.text is not None and e.text.casefold() == t.casefold()]
+
+    def coloured(self, name: str) -> list[str]:
+        """Every element showing fill colour ``name``: single cells and the band."""
+        ids = [f"cell:{_ref(*k)}" for k, n in self.sheet.fills.items() if n == name]
+        return ids + [e.id for e in self.sheet.elements if e.category == "color_band" and e.text == name]
+
+    def anchor(self) -> tuple[int, int, str]:
+        """A fully visible cell and its reference as written (lower case 15% of the time)."""
+        c, r = self.rng.choice(self.full_cells)
+        return c, r, _ref_case(self.rng, _ref(c, r))
+
+    def filled_cell(self) -> tuple[int, int, str]:
+        """A fully visible cell below the header row that shows a value, and the value."""
+        cands = [(c, r) for (c, r) in self.full_cells if self.sheet.values.get((c, r)) and r != 1]
+        if not cands:
+            raise SuiteError("no filled cell")
+        c, r = self.rng.choice(cands)
+        return c, r, self.sheet.values[(c, r)]
+
+
+def _cell_ref(v: _View) -> Named:
+    c, r, R = v.anchor()
+    instr = v.rng.choice((f"Click cell {R}.", f"Select cell {R}.", f"Navigate to cell {R}.", f"Target cell {R}.",
+                          f"Activate cell {R}.", f"Click the grid cell named {R}.", f"cell {R}"))
+    return Named(instr, require_unique(v.the(f"cell:{_ref(c, r)}"), instr))
+
+
+def _cell_content(v: _View) -> Named:
+    _, _, val = v.filled_cell()
+    qv = quote(v.rng, val)
+    instr = v.rng.choice((f"Click the cell that shows {qv}.", f"Select the cell whose displayed text is {qv}.",
+                          f"Find the cell containing {val} and click it.", f"Click the visible cell value {qv}.",
+                          f"Tap the cell that reads {qv}."))
+    return Named(instr, require_unique(v.ids_with_text(val), instr))
+
+
+def _cell_ref_content(v: _View) -> Named:
+    c, r, val = v.filled_cell()
+    R = _ref_case(v.rng, _ref(c, r))
+    qv = quote(v.rng, val)
+    instr = v.rng.choice((f"Click {R}, which shows {qv}.", f"Target cell {R}; it displays {qv}.",
+                          f"Choose the {qv} cell at {R}.", f"Find {R} with value {qv} and click it."))
+    target = require_unique([i for i in v.ids_with_text(val) if i == f"cell:{_ref(c, r)}"], instr)
+    # the value must still be unique, or the reference alone decides and the row is a plain cell_ref
+    require_unique(v.ids_with_text(val), instr)
+    return Named(instr, target)
+
+
+def _ensure_fill(rng: random.Random, sh: _Sheet, g: Grid) -> None:
+    """Before rendering a ``cell_color`` sample: give a sheet with no fill and no band one coloured cell."""
+    if not sh.fills and sh.band is None:
+        c = rng.choice([c for c in g.cols if g.full_col(c)] or g.cols)
+        r = rng.choice([r for r in g.rows if g.full_row(r)] or g.rows)
+        sh.fills[(c, r)] = rng.choice(sorted(COLORS))
+
+
+def _cell_color(v: _View) -> Named:
+    rng, sh, g = v.rng, v.sheet, v.grid
+    fills = [(k, n) for k, n in sorted(sh.fills.items()) if g.full_cell(*k)]
+    band_ok = sh.band is not None and (g.full_col(sh.band[1]) if sh.band[0] == "column" else g.full_row(sh.band[1]))
+    if band_ok and (not fills or rng.random() < 0.4):
+        assert sh.band is not None
+        kind, _, name = sh.band
+        instr = rng.choice((f"Click the {kind} filled {name}.", f"the {name} {kind}",
+                            f"Select a cell on the {name} {kind}.", f"Click anywhere in the {name} {kind}."))
+        return Named(instr, require_unique(v.coloured(name), instr))
+    if not fills:
+        raise SuiteError("no fully visible coloured cell")
+    _, name = rng.choice(fills)
+    instr = rng.choice((f"Click the cell highlighted in {name}.", f"Select the {name} cell.",
+                        f"Click the cell filled with {name}.", f"the {name} cell",
+                        f"Select the visible {name} cell."))
+    return Named(instr, require_unique(v.coloured(name), instr))
+
+
+def _col_header(v: _View) -> Named:
+    c = v.rng.choice(v.full_cols)
+    L = col_name(c)
+    Lx = L.lower() if v.rng.random() < 0.15 else L
+    instr = v.rng.choice((f"Click the header of column {Lx}.", f"Select column {Lx} by clicking its header.",
+                          f"Click the column header labeled {Lx}.", f"Please click the header for column {Lx}.",
+                          f"column header {Lx}"))
+    return Named(instr, require_unique([e.id for e in v.sheet.elements
+                                        if e.category == "column_header" and e.text == L], instr))
+
+
+def _row_header(v: _View) -> Named:
+    r = v.rng.choice(v.full_rows)
+    instr = v.rng.choice((f"Click row header {r}.", f"Use the left header to select row {r}.",
+                          f"Click the row selector marked {r}.", f"row header {r}",
+                          f"Click {r} on the left edge of the grid."))
+    return Named(instr, require_unique([e.id for e in v.sheet.elements
+                                        if e.category == "row_header" and e.text == str(r)], instr))
+
+
+def _relative(v: _View, *, sideways: bool) -> Named:
+    """``cell_relative_row`` (``sideways=False``: rows up or down from an anchor cell) and
+    ``cell_relative_offset`` (columns too; a quarter of them columns only)."""
+    rng = v.rng
+    c, r = rng.choice(v.full_cells)
+    dr = rng.choice((-4, -3, -2, -1, 1, 2, 3, 4))
+    dc = rng.choice((-3, -2, -1, 1, 2, 3)) if sideways else 0
+    if sideways and rng.random() < 0.25:
+        dr = 0
+    tc, tr = c + dc, r + dr
+    if (tc, tr) not in v.full_cells:
+        raise SuiteError("relative target not fully visible")
+    A = _ref_case(rng, _ref(c, r))
+    vert = f"{_plural(abs(dr), 'row')} {'down' if dr > 0 else 'up'}"
+    vert2 = f"{_plural(abs(dr), 'row')} {'below' if dr > 0 else 'above'}"
+    if dc == 0:
+        instr = rng.choice((f"Click the cell {vert2} {A}.", f"Select the cell {vert} from {A}.",
+                            f"Anchor on {A}, then click the cell {vert}.", f"Target the cell {vert} from {A}."))
+    else:
+        horiz = f"{_plural(abs(dc), 'column')} {'right' if dc > 0 else 'left'}"
+        if dr == 0:
+            instr = rng.choice((f"Click the cell {horiz} of {A}.", f"Select the cell {horiz} from {A}."))
+        else:
+            instr = rng.choice((f"Point to the cell {horiz}, {vert} from {A}.",
+                                f"{horiz} and {vert} from {A}",
+                                f"Starting at {A}, move {horiz}, then {vert}, and click that cell."))
+    require_unique(v.the(f"cell:{_ref(c, r)}"), instr)  # the anchor
+    return Named(instr, require_unique(v.the(f"cell:{_ref(tc, tr)}"), instr))
+
+
+def _col_resize_handle(v: _View) -> Named:
+    L = col_name(v.rng.choice(v.full_cols))
+    instr = v.rng.choice((f"Point to the draggable divider for column {L}.",
+                          f"Place the cursor on the resize handle for column {L}.",
+                          f"Click the separator just after column {L} in the header.",
+                          f"Click the right border of column {L}'s header.",
+                          f"Grab the handle that resizes column {L}."))
+    return Named(instr, require_unique(v.the(f"col_resize_handle:{L}"), instr))
+
+
+def _row_resize_handle(v: _View) -> Named:
+    r = v.rng.choice(v.full_rows)
+    instr = v.rng.choice((f"Click the thin horizontal separator below row {r} in the row header.",
+                          f"row {r} height handle", f"Click where you would drag to make row {r} taller.",
+                          f"Click the horizontal line at the bottom edge of row {r}'s header."))
+    return Named(instr, require_unique(v.the(f"row_resize_handle:{r}"), instr))
+
+
+def _cell_right_edge(v: _View) -> Named:
+    c, r, R = v.anchor()
+    instr = v.rng.choice((f"Click exactly on the right-hand border of {R}.", f"Point at the right gridline of {R}.",
+                          f"the border between {R} and the cell to its right",
+                          f"Select the right side line of cell {R}."))
+    return Named(instr, require_unique(v.the(f"vedge:{_ref(c, r)}"), instr))
+
+
+def _cell_bottom_edge(v: _View) -> Named:
+    c, r, R = v.anchor()
+    instr = v.rng.choice((f"Click exactly on the bottom border of {R}.", f"Point to the lower grid boundary of {R}.",
+                          f"the border between {R} and the cell below it",
+                          f"Click the cell boundary immediately below {R}."))
+    return Named(instr, require_unique(v.the(f"hedge:{_ref(c, r)}"), instr))
+
+
+_COMPASS = {("top", "left"): "northwest", ("top", "right"): "northeast",
+            ("bottom", "left"): "southwest", ("bottom", "right"): "southeast"}
+
+
+def _corner(v: _View, *, vert: str, horiz: str) -> Named:
+    """``cell_{vert}_{horiz}_corner``: the grid node at that corner of an anchor cell (element
+    ``corner:`` of the cell whose bottom-right it is)."""
+    c, r = v.rng.choice(v.full_cells)
+    nc = c if horiz == "right" else c - 1
+    nr = r if vert == "bottom" else r - 1
+    if nc < 0 or nr < 1:
+        raise SuiteError("corner on the sheet's outer border")
+    R = _ref_case(v.rng, _ref(c, r))
+    compass = _COMPASS[(vert, horiz)]
+    instr = v.rng.choice((f"Click the {vert}-{horiz} corner of cell {R}.", f"Point at the {vert}-{horiz} corner of {R}.",
+                          f"Move to the {compass} corner of cell {R}.",
+                          f"Click where the {vert} and {horiz} borders of {R} meet."))
+    return Named(instr, require_unique(v.the(f"corner:{_ref(nc, nr)}"), instr))
+
+
+WRITERS: dict[str, Callable[[_View], Named]] = {
+    "cell_ref": _cell_ref,
+    "cell_content": _cell_content,
+    "cell_ref_content": _cell_ref_content,
+    "cell_color": _cell_color,
+    "col_header": _col_header,
+    "row_header": _row_header,
+    "cell_relative_row": partial(_relative, sideways=False),
+    "cell_relative_offset": partial(_relative, sideways=True),
+    "col_resize_handle": _col_resize_handle,
+    "row_resize_handle": _row_resize_handle,
+    "cell_right_edge": _cell_right_edge,
+    "cell_bottom_edge": _cell_bottom_edge,
+    "cell_top_left_corner": partial(_corner, vert="top", horiz="left"),
+    "cell_top_right_corner": partial(_corner, vert="top", horiz="right"),
+    "cell_bottom_left_corner": partial(_corner, vert="bottom", horiz="left"),
+    "cell_bottom_right_corner": partial(_corner, vert="bottom", horiz="right"),
+}
+"""Category -> writer: draws a target of that category on a rendered sheet and names it (one entry
+per :data:`CATEGORY_WEIGHTS` category)."""
+
+PREPARE: dict[str, Callable[[random.Random, _Sheet, Grid], None]] = {"cell_color": _ensure_fill}
+"""Category -> what must be on the sheet before it is rendered (drawn from the same stream)."""
+
+
 def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
                 category: str | None = None) -> SampleSpec:
     """Build one sheets sample from ``rng``: layout, render, choose a target of ``category`` (drawn
-    with :data:`CATEGORY_WEIGHTS` when ``None``), write its instruction and check that the
-    instruction names exactly one element.
+    with :data:`CATEGORY_WEIGHTS` when ``None``) with its writer in :data:`WRITERS`, which words the
+    instruction and checks that it names exactly one element.
 
     Raises:
         SuiteError: no target of the category can be named uniquely in this layout (the caller draws
@@ -532,153 +765,15 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
     sh = _Sheet(rng, painter)
     g = sh.build()
     sh.fill_values(g)
-    if category == "cell_color" and not sh.fills and sh.band is None:
-        c = rng.choice([c for c in g.cols if g.full_col(c)] or g.cols)
-        r = rng.choice([r for r in g.rows if g.full_row(r)] or g.rows)
-        sh.fills[(c, r)] = rng.choice(sorted(COLORS))
+    if category in PREPARE:
+        PREPARE[category](rng, sh, g)
     sh.render()
-    els = {e.id: e for e in sh.elements}
     full_cells = [(c, r) for c in g.cols for r in g.rows if g.full_cell(c, r)]
-    full_cols = [c for c in g.cols if g.full_col(c)]
-    full_rows = [r for r in g.rows if g.full_row(r)]
     if not full_cells:
         raise SuiteError("no fully visible cell")
-
-    def ref(c: int, r: int) -> str:
-        return f"{col_name(c)}{r}"
-
-    def ids_with_text(t: str) -> list[str]:
-        return [e.id for e in sh.elements if e.text is not None and e.text.casefold() == t.casefold()]
-
-    if category == "cell_ref":
-        c, r = rng.choice(full_cells)
-        R = _ref_case(rng, ref(c, r))
-        instr = rng.choice((f"Click cell {R}.", f"Select cell {R}.", f"Navigate to cell {R}.", f"Target cell {R}.",
-                            f"Activate cell {R}.", f"Click the grid cell named {R}.", f"cell {R}"))
-        target = require_unique([i for i in els if i == f"cell:{ref(c, r)}"], instr)
-    elif category in ("cell_content", "cell_ref_content"):
-        cands = [(c, r) for (c, r) in full_cells if sh.values.get((c, r)) and r != 1]
-        if not cands:
-            raise SuiteError("no filled cell")
-        c, r = rng.choice(cands)
-        v = sh.values[(c, r)]
-        if category == "cell_content":
-            qv = quote(rng, v)
-            instr = rng.choice((f"Click the cell that shows {qv}.", f"Select the cell whose displayed text is {qv}.",
-                                f"Find the cell containing {v} and click it.", f"Click the visible cell value {qv}.",
-                                f"Tap the cell that reads {qv}."))
-            target = require_unique(ids_with_text(v), instr)
-        else:
-            R = _ref_case(rng, ref(c, r))
-            qv = quote(rng, v)
-            instr = rng.choice((f"Click {R}, which shows {qv}.", f"Target cell {R}; it displays {qv}.",
-                                f"Choose the {qv} cell at {R}.", f"Find {R} with value {qv} and click it."))
-            target = require_unique([i for i in ids_with_text(v) if i == f"cell:{ref(c, r)}"], instr)
-            # the value must still be unique, or the reference alone decides and the row is a plain cell_ref
-            require_unique(ids_with_text(v), instr)
-    elif category == "cell_color":
-        fills = [(k, n) for k, n in sorted(sh.fills.items()) if g.full_cell(*k)]
-        band_ok = sh.band is not None and (g.full_col(sh.band[1]) if sh.band[0] == "column" else g.full_row(sh.band[1]))
-
-        def coloured(name: str) -> list[str]:
-            """Every element showing fill colour ``name``: single cells and the band."""
-            ids = [f"cell:{ref(*k)}" for k, n in sh.fills.items() if n == name]
-            return ids + [e.id for e in sh.elements if e.category == "color_band" and e.text == name]
-
-        if band_ok and (not fills or rng.random() < 0.4):
-            kind, _, name = sh.band
-            instr = rng.choice((f"Click the {kind} filled {name}.", f"the {name} {kind}",
-                                f"Select a cell on the {name} {kind}.", f"Click anywhere in the {name} {kind}."))
-            target = require_unique(coloured(name), instr)
-        else:
-            if not fills:
-                raise SuiteError("no fully visible coloured cell")
-            (c, r), name = rng.choice(fills)
-            instr = rng.choice((f"Click the cell highlighted in {name}.", f"Select the {name} cell.",
-                                f"Click the cell filled with {name}.", f"the {name} cell",
-                                f"Select the visible {name} cell."))
-            target = require_unique(coloured(name), instr)
-    elif category == "col_header":
-        c = rng.choice(full_cols)
-        L = col_name(c)
-        Lx = L.lower() if rng.random() < 0.15 else L
-        instr = rng.choice((f"Click the header of column {Lx}.", f"Select column {Lx} by clicking its header.",
-                            f"Click the column header labeled {Lx}.", f"Please click the header for column {Lx}.",
-                            f"column header {Lx}"))
-        target = require_unique([e.id for e in sh.elements if e.category == "column_header" and e.text == L], instr)
-    elif category == "row_header":
-        r = rng.choice(full_rows)
-        instr = rng.choice((f"Click row header {r}.", f"Use the left header to select row {r}.",
-                            f"Click the row selector marked {r}.", f"row header {r}",
-                            f"Click {r} on the left edge of the grid."))
-        target = require_unique([e.id for e in sh.elements if e.category == "row_header" and e.text == str(r)], instr)
-    elif category in ("cell_relative_row", "cell_relative_offset"):
-        c, r = rng.choice(full_cells)
-        dr = rng.choice((-4, -3, -2, -1, 1, 2, 3, 4))
-        dc = 0 if category == "cell_relative_row" else rng.choice((-3, -2, -1, 1, 2, 3))
-        if category == "cell_relative_offset" and rng.random() < 0.25:
-            dr = 0
-        tc, tr = c + dc, r + dr
-        if (tc, tr) not in full_cells:
-            raise SuiteError("relative target not fully visible")
-        A = _ref_case(rng, ref(c, r))
-        vert = f"{_plural(abs(dr), 'row')} {'down' if dr > 0 else 'up'}"
-        vert2 = f"{_plural(abs(dr), 'row')} {'below' if dr > 0 else 'above'}"
-        if dc == 0:
-            instr = rng.choice((f"Click the cell {vert2} {A}.", f"Select the cell {vert} from {A}.",
-                                f"Anchor on {A}, then click the cell {vert}.", f"Target the cell {vert} from {A}."))
-        else:
-            horiz = f"{_plural(abs(dc), 'column')} {'right' if dc > 0 else 'left'}"
-            if dr == 0:
-                instr = rng.choice((f"Click the cell {horiz} of {A}.", f"Select the cell {horiz} from {A}."))
-            else:
-                instr = rng.choice((f"Point to the cell {horiz}, {vert} from {A}.",
-                                    f"{horiz} and {vert} from {A}",
-                                    f"Starting at {A}, move {horiz}, then {vert}, and click that cell."))
-        require_unique([i for i in els if i == f"cell:{ref(c, r)}"], instr)  # the anchor
-        target = require_unique([i for i in els if i == f"cell:{ref(tc, tr)}"], instr)
-    elif category == "col_resize_handle":
-        c = rng.choice(full_cols)
-        L = col_name(c)
-        instr = rng.choice((f"Point to the draggable divider for column {L}.",
-                            f"Place the cursor on the resize handle for column {L}.",
-                            f"Click the separator just after column {L} in the header.",
-                            f"Click the right border of column {L}'s header.",
-                            f"Grab the handle that resizes column {L}."))
-        target = require_unique([i for i in els if i == f"col_resize_handle:{L}"], instr)
-    elif category == "row_resize_handle":
-        r = rng.choice(full_rows)
-        instr = rng.choice((f"Click the thin horizontal separator below row {r} in the row header.",
-                            f"row {r} height handle", f"Click where you would drag to make row {r} taller.",
-                            f"Click the horizontal line at the bottom edge of row {r}'s header."))
-        target = require_unique([i for i in els if i == f"row_resize_handle:{r}"], instr)
-    elif category in ("cell_right_edge", "cell_bottom_edge"):
-        c, r = rng.choice(full_cells)
-        R = _ref_case(rng, ref(c, r))
-        if category == "cell_right_edge":
-            instr = rng.choice((f"Click exactly on the right-hand border of {R}.", f"Point at the right gridline of {R}.",
-                                f"the border between {R} and the cell to its right",
-                                f"Select the right side line of cell {R}."))
-            target = require_unique([i for i in els if i == f"vedge:{ref(c, r)}"], instr)
-        else:
-            instr = rng.choice((f"Click exactly on the bottom border of {R}.", f"Point to the lower grid boundary of {R}.",
-                                f"the border between {R} and the cell below it",
-                                f"Click the cell boundary immediately below {R}."))
-            target = require_unique([i for i in els if i == f"hedge:{ref(c, r)}"], instr)
-    else:  # corners
-        c, r = rng.choice(full_cells)
-        vert, horiz = category.split("_")[1], category.split("_")[2]
-        nc = c if horiz == "right" else c - 1
-        nr = r if vert == "bottom" else r - 1
-        if nc < 0 or nr < 1:
-            raise SuiteError("corner on the sheet's outer border")
-        R = _ref_case(rng, ref(c, r))
-        compass = {("top", "left"): "northwest", ("top", "right"): "northeast",
-                   ("bottom", "left"): "southwest", ("bottom", "right"): "southeast"}[(vert, horiz)]
-        instr = rng.choice((f"Click the {vert}-{horiz} corner of cell {R}.", f"Point at the {vert}-{horiz} corner of {R}.",
-                            f"Move to the {compass} corner of cell {R}.",
-                            f"Click where the {vert} and {horiz} borders of {R} meet."))
-        target = require_unique([i for i in els if i == f"corner:{ref(nc, nr)}"], instr)
+    view = _View(rng, sh, g, {e.id for e in sh.elements}, full_cells,
+                 [c for c in g.cols if g.full_col(c)], [r for r in g.rows if g.full_row(r)])
+    named = WRITERS[category](view)
     fields: dict[str, Any] = {
         "data_type": data_type,
         "category": category,
@@ -687,28 +782,13 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         "first_row": g.r0,
         "first_col": col_name(g.c0),
     }
-    return SampleSpec(Scene(sh.image, sh.elements), target, instr, "point", fields)
+    return SampleSpec(Scene(sh.image, sh.elements), named.target_id, named.instruction, named.answer_type, fields)
 
 
-def generate(out_dir: str | Path, *, n: int, seed: int, absent_share: float = 0.0) -> dict[str, Any]:
-    """Write an ``n``-sample sheets suite with ``seed`` into ``out_dir``; returns the manifest.
-    Categories follow :data:`CATEGORY_WEIGHTS` exactly (``category_schedule``); see
-    :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
-    painter = TextPainter()
-    schedule = category_schedule({c: w for c, (_, w) in CATEGORY_WEIGHTS.items()}, n, SUITE, seed)
-    return generate_suite(
-        suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
-        make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i]), font_names=FONTS_USED,
-        generator_version=GENERATOR_VERSION, absent_share=absent_share,
-    )
+SUITE = DrawnSuite(name="sheets", module=__name__, id_prefix="pfs", version=1, fonts=FONTS_USED,
+                   categories=CATEGORY_WEIGHTS, make_sample=make_sample)
+"""The sheets suite: ``pointfail generate sheets`` and :func:`generate`."""
 
-
-add_arguments = add_suite_arguments
-"""``pointfail generate sheets`` options: ``--n``, ``--seed``, ``--out``
-(:func:`pointfail.suites.common.add_suite_arguments`)."""
-
-
-def run(args: argparse.Namespace) -> int:
-    """Generate the suite; prints a one-line summary. Returns 0, or 1 with a message on a
-    :class:`SuiteError` (e.g. a missing font)."""
-    return run_suite_command(SUITE, generate, args)
+generate = SUITE.generate
+add_arguments = SUITE.add_arguments
+run = SUITE.run

@@ -1,7 +1,7 @@
 """The ``text`` suite: document surfaces with word, character, punctuation, caret and box targets.
 
-Modelled on PointerBench-Text (pointerbench-paper.txt, appendix "PointerBench-Text", and the 500 real
-rows in shared/data/pointerbench/pointerbench-text): text rendered on controlled document surfaces
+Modelled on PointerBench-Text (the PointerBench paper, appendix "PointerBench-Text", and its 500 real
+rows): text rendered on controlled document surfaces
 with exact glyph geometry, point targets (words, characters, punctuation, caret positions) and box
 targets (word, line, character and paragraph regions, ``answer_type: "bbox"`` with
 ``eval: {"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}``), half English and a tenth
@@ -14,8 +14,8 @@ colour ("the «review» in red") or its occurrence in reading order ("the first 
 «the»"). Every instruction is resolved again against the page, independently of how the target was
 chosen, and kept only when it matches exactly one element.
 
-Geometry (absolute pixels, :mod:`pointfail.suites.common`): each glyph is drawn by
-:class:`~pointfail.suites.common.TextPainter` at an integer pen position from the font's advances
+Geometry (absolute pixels, :mod:`pointfail.suites.scene`): each glyph is drawn by
+:class:`~pointfail.suites.painter.TextPainter` at an integer pen position from the font's advances
 (``FreeTypeFont.getlength``) and its box is the exact ink of the glyph mask. A line's caret band runs
 from the font's ascender to its descender (``getbbox("Ág")``); a caret between characters ``i-1``
 and ``i`` sits at pen ``x_i``, and its box is ``[x_i - a, top, x_i + b, bottom]`` with ``a, b <= 3``
@@ -34,39 +34,44 @@ Row fields beyond the layout's: ``data_type`` (``word``, ``char``, ``punctuation
 ``line_bbox``), ``surface``, ``language``, ``difficulty`` (ours: ``easy`` for whole words, lines and
 paragraphs, ``medium`` for word-edge and line-edge carets and word boxes, ``hard`` for single
 characters, punctuation, carets inside words and gaps between words).
+
+Each category has a writer in :data:`WRITERS` (a dispatch table of small functions over one laid-out
+page); :func:`make_sample` lays out the page and calls the writer of its category.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from functools import partial
+from typing import Optional, TypeVar
 
 from pointfail.suites import corpus
-from pointfail.suites.common import (
-    IMAGE_SIZE,
-    Element,
-    SampleSpec,
-    Scene,
-    SuiteError,
-    TextPainter,
-    add_suite_arguments,
-    category_schedule,
-    choose_category,
-    generate_suite,
-    load_font,
-    quote,
-    require_unique,
-    run_suite_command,
-    union_box,
-)
+from pointfail.suites.drawn import DrawnSuite
+from pointfail.suites.errors import SuiteError
+from pointfail.suites.fonts import load_font
+from pointfail.suites.painter import DrawnChar, TextPainter
+from pointfail.suites.rows import Named, SampleSpec, choose_category, quote
+from pointfail.suites.scene import IMAGE_SIZE, Element, Scene, require_unique, union_box
 
-SUITE = "text"
-GENERATOR_VERSION = 1
-ID_PREFIX = "pft"
+__all__ = [
+    "CATEGORY_WEIGHTS",
+    "DIFFICULTY",
+    "INK_COLORS",
+    "PUNCT_NAMES",
+    "SUITE",
+    "SURFACES",
+    "WRITERS",
+    "add_arguments",
+    "generate",
+    "make_sample",
+    "run",
+    "split_token",
+]
+
+T = TypeVar("T")
 
 CATEGORY_WEIGHTS: dict[str, tuple[str, int]] = {
     # category: (data_type, weight). Weights are the real PointerBench-Text counts per category
@@ -177,7 +182,7 @@ class Line:
     para: int
     text: str
     pens: list[int]
-    chars: list  # DrawnChar
+    chars: list[DrawnChar]
     words: list[Word]
     top: int
     bottom: int
@@ -381,59 +386,57 @@ class _Doc:
             els.append(Element(f"para:{p}", "paragraph", box))
 
 
-def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
-                category: str | None = None, language: str | None = None) -> SampleSpec:
-    """Build one text sample from ``rng``: surface, language (``language``, or drawn with
-    ``corpus.LANGUAGE_WEIGHTS`` when ``None``), layout, a target of ``category`` (drawn with
-    :data:`CATEGORY_WEIGHTS` when ``None``) named so that exactly one element matches.
+def _fold(s: str) -> str:
+    return unicodedata.normalize("NFC", s).casefold()
 
-    Raises:
-        SuiteError: no target of the category can be named uniquely on this page.
-    """
-    painter = painter or TextPainter()
-    category, data_type = choose_category(rng, CATEGORY_WEIGHTS, category)
-    doc = _Doc(rng, painter, language)
-    page = doc.layout()
-    words = [w for ln in page.lines for w in ln.words]
 
-    def fold(s: str) -> str:
-        return unicodedata.normalize("NFC", s).casefold()
+Qualifier = Optional[tuple[str, ...]]
+"""How a reference singles out a repeated word: ``None`` (its text is unique), ``("style", colour)``,
+``("first",)`` or ``("last",)`` (reading order)."""
 
-    counts: dict[str, int] = {}
-    for t in [w.core for w in words] + page.other_tokens:
-        counts[fold(t)] = counts.get(fold(t), 0) + 1
 
-    def unique_words(min_len: int = 1) -> list[Word]:
-        return [w for w in words if counts[fold(w.core)] == 1 and len(w.core) >= min_len]
+class _View:
+    """What a category writer reads: the sample's random stream and category, the laid-out page, its
+    words in reading order and how often each word's text occurs on the page (chrome and headings
+    included, case-folded)."""
 
-    def chrome_ids(core: str) -> list[str]:
-        return [e.id for e in page.elements if e.category in ("chrome", "heading") and e.text
-                and any(fold(split_token(t)[1]) == fold(core) for t in e.text.split())]
+    def __init__(self, rng: random.Random, category: str, page: Page):
+        self.rng, self.category, self.page = rng, category, page
+        self.words = [w for ln in page.lines for w in ln.words]
+        self.counts: dict[str, int] = {}
+        for t in [w.core for w in self.words] + page.other_tokens:
+            self.counts[_fold(t)] = self.counts.get(_fold(t), 0) + 1
 
-    def word_ids(core: str, qual: tuple[str, ...] | None = None) -> list[str]:
+    def chrome_ids(self, core: str) -> list[str]:
+        """Chrome and heading elements showing the word ``core``."""
+        return [e.id for e in self.page.elements if e.category in ("chrome", "heading") and e.text
+                and any(_fold(split_token(t)[1]) == _fold(core) for t in e.text.split())]
+
+    def word_ids(self, core: str, qual: Qualifier = None) -> list[str]:
         """Every element a reference to word ``core`` with qualifier ``qual`` can mean: the words
-        with that text (case-insensitive) in reading order, filtered by the qualifier (``("first",)``,
-        ``("last",)``, ``("style", colour)``), plus chrome and headings showing the word (which a
-        reader could also take it for). Independent of how the target was chosen."""
-        same = [w for w in words if fold(w.core) == fold(core)]
+        with that text (case-insensitive) in reading order, filtered by the qualifier, plus chrome and
+        headings showing the word (which a reader could also take it for). Independent of how the
+        target was chosen."""
+        same = [w for w in self.words if _fold(w.core) == _fold(core)]
         if qual is not None and qual[0] == "style":
             same = [w for w in same if w.style == qual[1]]
         elif qual is not None:
             same = same[:1] if qual[0] == "first" else same[-1:]
-        return [f"word:{w.line}.{w.index}" for w in same] + chrome_ids(core)
+        return [f"word:{w.line}.{w.index}" for w in same] + self.chrome_ids(core)
 
-    def nameable(min_len: int) -> list[tuple[Word, tuple[str, ...] | None]]:
+    def nameable(self, min_len: int) -> list[tuple[Word, Qualifier]]:
         """Words that a reference can single out: unique text (no qualifier), else a unique colour
         ("the «x» in red"), else first/last occurrence in reading order; none when chrome shows it."""
-        out = []
-        for w in words:
-            if len(w.core) < min_len or counts[fold(w.core)] == 0:
+        out: list[tuple[Word, Qualifier]] = []
+        for w in self.words:
+            n = self.counts[_fold(w.core)]
+            if len(w.core) < min_len or n == 0:
                 continue
-            if counts[fold(w.core)] == 1:
+            if n == 1:
                 out.append((w, None))
                 continue
-            same = [v for v in words if fold(v.core) == fold(w.core)]
-            if len(same) < counts[fold(w.core)]:
+            same = [v for v in self.words if _fold(v.core) == _fold(w.core)]
+            if len(same) < n:
                 continue  # also in chrome or a heading
             if w.style and sum(1 for v in same if v.style == w.style) == 1:
                 out.append((w, ("style", w.style)))
@@ -443,155 +446,245 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
                 out.append((w, ("last",)))
         return out
 
-    def phrases(w: Word, qual: tuple[str, ...] | None) -> tuple[str, str]:
-        """(``the word «x»`` or a qualified phrase, the bare quoted word or the same phrase)."""
-        Q = quote(rng, w.core)
+    def pick(self, seq: list[T]) -> T:
+        """One of ``seq`` (``rng.choice``). Raises SuiteError when there is none."""
+        if not seq:
+            raise SuiteError(f"no candidate for {self.category}")
+        return self.rng.choice(seq)
+
+    def phrases(self, w: Word, qual: Qualifier) -> tuple[str, str]:
+        """(``the word «x»`` or a qualified phrase, the bare quoted word or the same phrase); one
+        :func:`quote` draw."""
+        Q = quote(self.rng, w.core)
         if qual is None:
             return f"the word {Q}", Q
-        if qual[0] == "style":
-            p = f"the {Q} in {qual[1]}"
-        else:
-            p = f"the {qual[0]} {Q}"
+        p = f"the {Q} in {qual[1]}" if qual[0] == "style" else f"the {qual[0]} {Q}"
         return p, p
 
-    def pick(seq):
-        if not seq:
-            raise SuiteError(f"no candidate for {category}")
-        return rng.choice(seq)
+    def word(self, min_len: int) -> tuple[Word, Qualifier, str, str]:
+        """A nameable word of at least ``min_len`` characters, its qualifier and its two phrasings
+        (:meth:`phrases`)."""
+        w, qual = self.pick(self.nameable(min_len))
+        return (w, qual, *self.phrases(w, qual))
 
-    def line_prefix(ln: Line) -> str:
-        n = 3 if len(ln.text.split(" ")) >= 3 else len(ln.text.split(" "))
-        return " ".join(ln.text.split(" ")[:n])
+    def lines_starting(self, prefix: str) -> list[str]:
+        """Line elements whose text starts with the words ``prefix``."""
+        return [f"line:{ln.index}" for ln in self.page.lines if ln.text.startswith(prefix + " ") or ln.text == prefix]
 
-    def lines_starting(prefix: str) -> list[str]:
-        return [f"line:{ln.index}" for ln in page.lines if ln.text.startswith(prefix + " ") or ln.text == prefix]
 
-    answer = "point"
-    if category in ("word_center", "word_bbox"):
-        w, qual = pick(nameable(3))
-        W, B = phrases(w, qual)
-        if category == "word_center":
-            instr = rng.choice((f"Click {W}.", f"Point to {B}.", f"Identify the position of {B}.",
-                                f"Document location: {W}", f"Where is {W}?"))
-        else:
-            answer = "bbox"
-            instr = rng.choice((f"Return the bounding box of {W}.", f"word box: {B}",
-                                f"Draw a tight box around {B}.", f"Give the bounding box of {B}: top-left then bottom-right."))
-        target = require_unique(word_ids(w.core, qual), instr)
-    elif category in ("char_center", "char_bbox", "caret_between_chars"):
-        w, qual = pick(nameable(4))
-        W, B = phrases(w, qual)
-        if category == "caret_between_chars":
-            pairs = [j for j in range(1, len(w.core)) if sum(1 for m in range(1, len(w.core))
-                                                              if w.core[m - 1:m + 1] == w.core[j - 1:j + 1]) == 1]
-            j = pick(pairs)
-            a, b = quote(rng, w.core[j - 1]), quote(rng, w.core[j])
-            instr = rng.choice((f"Place the caret between {a} and {b} in {B}.",
-                                f"Click between the {a} and the {b} in {W}.",
-                                f"The inter-character gap between {a} and {b} in {B}."))
-            require_unique(word_ids(w.core, qual), instr)
-            target = f"caret:{w.line}.{w.start + j}"
-        else:
-            singles = [j for j, ch in enumerate(w.core) if w.core.count(ch) == 1 and ch.isalnum()]
-            j = pick(singles)
-            C = quote(rng, w.core[j])
-            if category == "char_center":
-                instr = rng.choice((f"Click the {C} in {B}.", f"Select the {C} glyph in {W}.",
-                                    f"Place the cursor over {C} in {B}.", f"just the {C} in {B}"))
-            else:
-                answer = "bbox"
-                instr = rng.choice((f"What rectangle covers the {C} in {B}?", f"Give the bounding box of the {C} in {W}.",
-                                    f"Isolate the {C} in {B} with a bbox."))
-            require_unique(word_ids(w.core, qual), instr)
-            target = f"char:{w.line}.{w.start + j}"
-    elif category in ("punctuation", "sentence_boundary"):
-        ends = ".!?" if category == "sentence_boundary" else "".join(PUNCT_NAMES)
-        cands = [(w, q) for w, q in nameable(2) if w.trail[:1] and w.trail[:1] in ends]
-        w, qual = pick(cands)
-        W, B = phrases(w, qual)
-        p = w.trail[0]
-        if category == "punctuation":
-            name = PUNCT_NAMES[p]
-            instr = rng.choice((f"Click the {name} after {B}.", f"target glyph: {name} after {B}.",
-                                f"What is the position of the {name} right after {B}?"))
-            target = f"char:{w.line}.{w.end}"
-        else:
-            instr = rng.choice((f"Click right after the sentence ending in {B}, after the {PUNCT_NAMES[p]}.",
-                                f"Place the cursor at the end of the sentence ending with {B}, right after the {PUNCT_NAMES[p]}.",
-                                f"I want to start a new sentence right after the sentence ending in {B}. Where do I click?"))
-            target = f"caret:{w.line}.{w.end + 1}"
-        require_unique(word_ids(w.core, qual), instr)
-    elif category in ("caret_after_word", "caret_before_word"):
-        w, qual = pick(nameable(2))
-        W, B = phrases(w, qual)
-        if category == "caret_after_word":
-            instr = rng.choice((f"Place the cursor right after {B}.", f"Immediately following {B}.",
-                                f"Put the caret just past the last letter of {W}."))
-            target = f"caret:{w.line}.{w.end}"
-        else:
-            instr = rng.choice((f"Place the cursor right before {B}.", f"Move the caret ahead of {B}.",
-                                f"Insert point directly before the first letter of {W}."))
-            target = f"caret:{w.line}.{w.start}"
-        require_unique(word_ids(w.core, qual), instr)
-    elif category == "between_words":
-        pairs = []
-        space_ids = {e.id for e in page.elements if e.category == "space"}
-        for ln in page.lines:
-            for a, b in zip(ln.words, ln.words[1:]):
-                if (b.index == a.index + 1 and not a.trail and not b.lead and counts[fold(a.core)] == 1
-                        and f"space:{ln.index}.{a.end}" in space_ids):
-                    pairs.append((a, b))
-        a, b = pick(pairs)
-        instr = rng.choice((f"Click the gap between {quote(rng, a.core)} and {quote(rng, b.core)}.",
-                            f"the place to insert text between {quote(rng, a.core)} and {quote(rng, b.core)}",
-                            f"Return the coordinate in the space after {quote(rng, a.core)} and before {quote(rng, b.core)}."))
-        require_unique(word_ids(a.core), instr)
-        target = f"space:{a.line}.{a.end}"
-    elif category in ("line_start", "line_end", "line_bbox"):
-        cands = [ln for ln in page.lines if len(lines_starting(line_prefix(ln))) == 1 and len(ln.text) > 12]
-        ln = pick(cands)
-        Q = quote(rng, line_prefix(ln))
-        if category == "line_start":
-            instr = rng.choice((f"Click the start of the line that starts with {Q}.",
-                                f"Place the caret at the beginning of the line starting with {Q}."))
-            target = f"caret:{ln.index}.0"
-        elif category == "line_end":
-            instr = rng.choice((f"Click the end of the line that starts with {Q}.",
-                                f"Place the caret at the very end of the line beginning with {Q}."))
-            target = f"caret:{ln.index}.{len(ln.text)}"
-        else:
-            answer = "bbox"
-            instr = rng.choice((f"Give the bounding box of the whole line starting with {Q}.",
-                                f"Need a tight box for the line that starts with {Q}.",
-                                f"Bounding rectangle for the line beginning with {Q}, please."))
-            target = f"line:{ln.index}"
-        require_unique(lines_starting(line_prefix(ln)), instr)
-    else:  # paragraph_start, paragraph_end, paragraph_bbox
-        firsts = {p: page.lines[ks[0]].words[0] for p, ks in page.paras.items() if page.lines[ks[0]].words}
-        lasts = {p: page.lines[ks[-1]].words[-1] for p, ks in page.paras.items() if page.lines[ks[-1]].words}
-        if category == "paragraph_end":
-            cands = [p for p in lasts if sum(1 for q in lasts if fold(lasts[q].core) == fold(lasts[p].core)) == 1]
-            p = pick(cands)
-            Q = quote(rng, lasts[p].core)
-            instr = rng.choice((f"Click at the very end of the paragraph ending with {Q}.",
-                                f"Place the cursor after the last character of the paragraph that ends with {Q}."))
-            ln = page.lines[page.paras[p][-1]]
-            target = f"caret:{ln.index}.{len(ln.text)}"
-            require_unique([f"para:{q}" for q in lasts if fold(lasts[q].core) == fold(lasts[p].core)], instr)
-        else:
-            cands = [p for p in firsts if sum(1 for q in firsts if fold(firsts[q].core) == fold(firsts[p].core)) == 1]
-            p = pick(cands)
-            Q = quote(rng, firsts[p].core)
-            if category == "paragraph_start":
-                instr = rng.choice((f"Click at the very start of the paragraph beginning with {Q}.",
-                                    f"Place the cursor before the first word of the paragraph that starts with {Q}."))
-                target = f"caret:{page.paras[p][0]}.0"
-            else:
-                answer = "bbox"
-                instr = rng.choice((f"Draw a box around the whole paragraph starting with {Q}.",
-                                    f"Give the bounding box of the paragraph that starts with {Q}: top-left then bottom-right."))
-                target = f"para:{p}"
-            require_unique([f"para:{q}" for q in firsts if fold(firsts[q].core) == fold(firsts[p].core)], instr)
+def _line_prefix(ln: Line) -> str:
+    """The first three words of a line (all of them when it has fewer)."""
+    n = 3 if len(ln.text.split(" ")) >= 3 else len(ln.text.split(" "))
+    return " ".join(ln.text.split(" ")[:n])
+
+
+def _word_center(v: _View) -> Named:
+    w, qual, W, B = v.word(3)
+    instr = v.rng.choice((f"Click {W}.", f"Point to {B}.", f"Identify the position of {B}.",
+                          f"Document location: {W}", f"Where is {W}?"))
+    return Named(instr, require_unique(v.word_ids(w.core, qual), instr))
+
+
+def _word_bbox(v: _View) -> Named:
+    w, qual, W, B = v.word(3)
+    instr = v.rng.choice((f"Return the bounding box of {W}.", f"word box: {B}",
+                          f"Draw a tight box around {B}.", f"Give the bounding box of {B}: top-left then bottom-right."))
+    return Named(instr, require_unique(v.word_ids(w.core, qual), instr), "bbox")
+
+
+def _caret_between_chars(v: _View) -> Named:
+    w, qual, W, B = v.word(4)
+    core = w.core
+    pairs = [j for j in range(1, len(core))
+             if sum(1 for m in range(1, len(core)) if core[m - 1:m + 1] == core[j - 1:j + 1]) == 1]
+    j = v.pick(pairs)
+    a, b = quote(v.rng, core[j - 1]), quote(v.rng, core[j])
+    instr = v.rng.choice((f"Place the caret between {a} and {b} in {B}.",
+                          f"Click between the {a} and the {b} in {W}.",
+                          f"The inter-character gap between {a} and {b} in {B}."))
+    require_unique(v.word_ids(core, qual), instr)
+    return Named(instr, f"caret:{w.line}.{w.start + j}")
+
+
+def _char(v: _View, *, box: bool) -> Named:
+    """``char_center`` and ``char_bbox``: a character that occurs once in a nameable word."""
+    w, qual, W, B = v.word(4)
+    j = v.pick([j for j, ch in enumerate(w.core) if w.core.count(ch) == 1 and ch.isalnum()])
+    C = quote(v.rng, w.core[j])
+    if box:
+        instr = v.rng.choice((f"What rectangle covers the {C} in {B}?", f"Give the bounding box of the {C} in {W}.",
+                              f"Isolate the {C} in {B} with a bbox."))
+    else:
+        instr = v.rng.choice((f"Click the {C} in {B}.", f"Select the {C} glyph in {W}.",
+                              f"Place the cursor over {C} in {B}.", f"just the {C} in {B}"))
+    require_unique(v.word_ids(w.core, qual), instr)
+    return Named(instr, f"char:{w.line}.{w.start + j}", "bbox" if box else "point")
+
+
+def _punctuated_word(v: _View, ends: str) -> tuple[Word, Qualifier, str, str, str]:
+    """A nameable word followed by one of the marks ``ends``, its phrasings and the mark."""
+    w, qual = v.pick([(w, q) for w, q in v.nameable(2) if w.trail[:1] and w.trail[:1] in ends])
+    W, B = v.phrases(w, qual)
+    return w, qual, W, B, w.trail[0]
+
+
+def _punctuation(v: _View) -> Named:
+    w, qual, W, B, p = _punctuated_word(v, "".join(PUNCT_NAMES))
+    name = PUNCT_NAMES[p]
+    instr = v.rng.choice((f"Click the {name} after {B}.", f"target glyph: {name} after {B}.",
+                          f"What is the position of the {name} right after {B}?"))
+    require_unique(v.word_ids(w.core, qual), instr)
+    return Named(instr, f"char:{w.line}.{w.end}")
+
+
+def _sentence_boundary(v: _View) -> Named:
+    w, qual, W, B, p = _punctuated_word(v, ".!?")
+    instr = v.rng.choice((f"Click right after the sentence ending in {B}, after the {PUNCT_NAMES[p]}.",
+                          f"Place the cursor at the end of the sentence ending with {B}, right after the {PUNCT_NAMES[p]}.",
+                          f"I want to start a new sentence right after the sentence ending in {B}. Where do I click?"))
+    require_unique(v.word_ids(w.core, qual), instr)
+    return Named(instr, f"caret:{w.line}.{w.end + 1}")
+
+
+def _caret_after_word(v: _View) -> Named:
+    w, qual, W, B = v.word(2)
+    instr = v.rng.choice((f"Place the cursor right after {B}.", f"Immediately following {B}.",
+                          f"Put the caret just past the last letter of {W}."))
+    require_unique(v.word_ids(w.core, qual), instr)
+    return Named(instr, f"caret:{w.line}.{w.end}")
+
+
+def _caret_before_word(v: _View) -> Named:
+    w, qual, W, B = v.word(2)
+    instr = v.rng.choice((f"Place the cursor right before {B}.", f"Move the caret ahead of {B}.",
+                          f"Insert point directly before the first letter of {W}."))
+    require_unique(v.word_ids(w.core, qual), instr)
+    return Named(instr, f"caret:{w.line}.{w.start}")
+
+
+def _between_words(v: _View) -> Named:
+    space_ids = {e.id for e in v.page.elements if e.category == "space"}
+    pairs = [(a, b) for ln in v.page.lines for a, b in zip(ln.words, ln.words[1:])
+             if b.index == a.index + 1 and not a.trail and not b.lead and v.counts[_fold(a.core)] == 1
+             and f"space:{ln.index}.{a.end}" in space_ids]
+    a, b = v.pick(pairs)
+    rng = v.rng
+    instr = rng.choice((f"Click the gap between {quote(rng, a.core)} and {quote(rng, b.core)}.",
+                        f"the place to insert text between {quote(rng, a.core)} and {quote(rng, b.core)}",
+                        f"Return the coordinate in the space after {quote(rng, a.core)} and before {quote(rng, b.core)}."))
+    require_unique(v.word_ids(a.core), instr)
+    return Named(instr, f"space:{a.line}.{a.end}")
+
+
+def _line_named(v: _View) -> tuple[Line, str]:
+    """A line longer than 12 characters whose first words start no other line, and those words quoted."""
+    ln = v.pick([ln for ln in v.page.lines if len(v.lines_starting(_line_prefix(ln))) == 1 and len(ln.text) > 12])
+    return ln, quote(v.rng, _line_prefix(ln))
+
+
+def _line_start(v: _View) -> Named:
+    ln, Q = _line_named(v)
+    instr = v.rng.choice((f"Click the start of the line that starts with {Q}.",
+                          f"Place the caret at the beginning of the line starting with {Q}."))
+    require_unique(v.lines_starting(_line_prefix(ln)), instr)
+    return Named(instr, f"caret:{ln.index}.0")
+
+
+def _line_end(v: _View) -> Named:
+    ln, Q = _line_named(v)
+    instr = v.rng.choice((f"Click the end of the line that starts with {Q}.",
+                          f"Place the caret at the very end of the line beginning with {Q}."))
+    require_unique(v.lines_starting(_line_prefix(ln)), instr)
+    return Named(instr, f"caret:{ln.index}.{len(ln.text)}")
+
+
+def _line_bbox(v: _View) -> Named:
+    ln, Q = _line_named(v)
+    instr = v.rng.choice((f"Give the bounding box of the whole line starting with {Q}.",
+                          f"Need a tight box for the line that starts with {Q}.",
+                          f"Bounding rectangle for the line beginning with {Q}, please."))
+    require_unique(v.lines_starting(_line_prefix(ln)), instr)
+    return Named(instr, f"line:{ln.index}", "bbox")
+
+
+def _paragraph_named(v: _View, *, by_end: bool) -> tuple[int, str, list[str]]:
+    """A paragraph whose first word (last word, ``by_end``) no other paragraph starts (ends) with:
+    its number, that word quoted, and every paragraph the wording could mean."""
+    page = v.page
+    if by_end:
+        edge = {p: page.lines[ks[-1]].words[-1] for p, ks in page.paras.items() if page.lines[ks[-1]].words}
+    else:
+        edge = {p: page.lines[ks[0]].words[0] for p, ks in page.paras.items() if page.lines[ks[0]].words}
+
+    def same(p: int) -> list[int]:
+        return [q for q in edge if _fold(edge[q].core) == _fold(edge[p].core)]
+
+    p = v.pick([p for p in edge if len(same(p)) == 1])
+    return p, quote(v.rng, edge[p].core), [f"para:{q}" for q in same(p)]
+
+
+def _paragraph_end(v: _View) -> Named:
+    p, Q, meant = _paragraph_named(v, by_end=True)
+    instr = v.rng.choice((f"Click at the very end of the paragraph ending with {Q}.",
+                          f"Place the cursor after the last character of the paragraph that ends with {Q}."))
+    ln = v.page.lines[v.page.paras[p][-1]]
+    require_unique(meant, instr)
+    return Named(instr, f"caret:{ln.index}.{len(ln.text)}")
+
+
+def _paragraph_start(v: _View) -> Named:
+    p, Q, meant = _paragraph_named(v, by_end=False)
+    instr = v.rng.choice((f"Click at the very start of the paragraph beginning with {Q}.",
+                          f"Place the cursor before the first word of the paragraph that starts with {Q}."))
+    require_unique(meant, instr)
+    return Named(instr, f"caret:{v.page.paras[p][0]}.0")
+
+
+def _paragraph_bbox(v: _View) -> Named:
+    p, Q, meant = _paragraph_named(v, by_end=False)
+    instr = v.rng.choice((f"Draw a box around the whole paragraph starting with {Q}.",
+                          f"Give the bounding box of the paragraph that starts with {Q}: top-left then bottom-right."))
+    require_unique(meant, instr)
+    return Named(instr, f"para:{p}", "bbox")
+
+
+WRITERS: dict[str, Callable[[_View], Named]] = {
+    "word_center": _word_center,
+    "word_bbox": _word_bbox,
+    "char_center": partial(_char, box=False),
+    "char_bbox": partial(_char, box=True),
+    "caret_between_chars": _caret_between_chars,
+    "punctuation": _punctuation,
+    "sentence_boundary": _sentence_boundary,
+    "caret_after_word": _caret_after_word,
+    "caret_before_word": _caret_before_word,
+    "between_words": _between_words,
+    "line_start": _line_start,
+    "line_end": _line_end,
+    "line_bbox": _line_bbox,
+    "paragraph_start": _paragraph_start,
+    "paragraph_end": _paragraph_end,
+    "paragraph_bbox": _paragraph_bbox,
+}
+"""Category -> writer: draws a target of that category on a laid-out page and names it (one entry per
+:data:`CATEGORY_WEIGHTS` category)."""
+
+
+def make_sample(rng: random.Random, index: int, painter: TextPainter | None = None,
+                category: str | None = None, language: str | None = None) -> SampleSpec:
+    """Build one text sample from ``rng``: surface, language (``language``, or drawn with
+    ``corpus.LANGUAGE_WEIGHTS`` when ``None``), layout, a target of ``category`` (drawn with
+    :data:`CATEGORY_WEIGHTS` when ``None``) named by its writer in :data:`WRITERS` so that exactly one
+    element matches.
+
+    Raises:
+        SuiteError: no target of the category can be named uniquely on this page.
+    """
+    painter = painter or TextPainter()
+    category, data_type = choose_category(rng, CATEGORY_WEIGHTS, category)
+    doc = _Doc(rng, painter, language)
+    page = doc.layout()
+    named = WRITERS[category](_View(rng, category, page))
     fields = {
         "data_type": data_type,
         "category": category,
@@ -601,31 +694,15 @@ def make_sample(rng: random.Random, index: int, painter: TextPainter | None = No
         "font": doc.font,
         "font_size": doc.size,
     }
-    return SampleSpec(Scene(doc.image, page.elements), target, instr, answer, fields)
+    return SampleSpec(Scene(doc.image, page.elements), named.target_id, named.instruction, named.answer_type, fields)
 
 
-def generate(out_dir: str | Path, *, n: int, seed: int, absent_share: float = 0.0) -> dict[str, Any]:
-    """Write an ``n``-sample text suite with ``seed`` into ``out_dir``; returns the manifest.
-    Categories follow :data:`CATEGORY_WEIGHTS` and languages ``corpus.LANGUAGE_WEIGHTS`` exactly
-    (``category_schedule``: half English, a tenth each of the others, as in PointerBench-Text); see
-    :func:`pointfail.suites.common.generate_suite` for the layout, retries and errors."""
-    painter = TextPainter()
-    schedule = category_schedule({c: w for c, (_, w) in CATEGORY_WEIGHTS.items()}, n, SUITE, seed)
-    langs = category_schedule(dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS)), n, SUITE + "-language", seed)
-    return generate_suite(
-        suite=SUITE, generator=__name__, id_prefix=ID_PREFIX, out_dir=out_dir, n=n, seed=seed,
-        make_sample=lambda rng, i: make_sample(rng, i, painter, category=schedule[i], language=langs[i]),
-        font_names=FONTS_USED,
-        generator_version=GENERATOR_VERSION, absent_share=absent_share,
-    )
+SUITE = DrawnSuite(name="text", module=__name__, id_prefix="pft", version=1, fonts=FONTS_USED,
+                   categories=CATEGORY_WEIGHTS, make_sample=make_sample,
+                   schedules={"language": dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS))})
+"""The text suite: ``pointfail generate text`` and :func:`generate` (categories and languages follow
+their weights exactly: half English, a tenth each of the others, as in PointerBench-Text)."""
 
-
-add_arguments = add_suite_arguments
-"""``pointfail generate text`` options: ``--n``, ``--seed``, ``--out``
-(:func:`pointfail.suites.common.add_suite_arguments`)."""
-
-
-def run(args: argparse.Namespace) -> int:
-    """Generate the suite; prints a one-line summary. Returns 0, or 1 with a message on a
-    :class:`SuiteError` (e.g. a missing font)."""
-    return run_suite_command(SUITE, generate, args)
+generate = SUITE.generate
+add_arguments = SUITE.add_arguments
+run = SUITE.run

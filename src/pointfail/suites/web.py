@@ -41,9 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.suites.common import add_absent_share_argument, package_version
+from pointfail.suites.cli import add_absent_share_argument
+from pointfail.suites.fonts import environment_versions, package_version
+from pointfail.suites.manifest import suite_manifest_fields
+from pointfail.suites.rows import reference_point, row_eval
+from pointfail.suites.scene import IMAGE_SIZE, SCENE_GRAPH_SCHEMA
+from pointfail.suites.writer import png_bytes, write_suite_files
 
-VIEWPORT = (1024, 768)
+VIEWPORT = IMAGE_SIZE
+"""The browser viewport: PointerBench's 1024x768 frame."""
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) pointfail-web-suite/1 Chromium"
 CHROMIUM = "/usr/lib/chromium/chromium"
 """Debian's Chromium binary itself (``/usr/bin/chromium`` is a shell wrapper around it)."""
@@ -62,7 +68,6 @@ FREEZE_CSS = (
     "backdrop-filter:none!important}"
     "code,pre,tt,kbd,samp,span.pre,code *,pre *{font-family:'DejaVu Sans Mono',monospace!important}"
 )
-BOX_EVAL = {"type": "iou", "min_coverage": 0.9, "min_precision": 0.7}
 MIN_TARGET_PX = 4
 BOX_SHARE = 0.25
 """Share of samples drawn as box tasks (headings and paragraphs); the rest are point tasks."""
@@ -305,7 +310,6 @@ def _canonical_png(data: bytes) -> bytes:
     """Re-encode a browser screenshot with the suites' deterministic PNG writer (no metadata chunks)."""
     from PIL import Image
 
-    from pointfail.suites.common import png_bytes
 
     with Image.open(io.BytesIO(data)) as im:
         return png_bytes(im.convert("RGB"))
@@ -368,7 +372,7 @@ def _scene_graph(view: View, image_name: str) -> tuple[dict[str, Any], list[dict
             "full_box": e["full_box"], "reachable": bool(e["reachable"]), "rects": int(e["rects"]),
             "input_type": e.get("input_type"), "name": e.get("name"),
         })
-    graph = {"schema": "pointfail.scene_graph/1", "image": image_name, "width": VIEWPORT[0],
+    graph = {"schema": SCENE_GRAPH_SCHEMA, "image": image_name, "width": VIEWPORT[0],
              "height": VIEWPORT[1], "elements": out}
     return graph, out
 
@@ -381,8 +385,6 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
     Raises:
         WebSuiteError: missing browser/pages, or fewer than ``n`` unique targets available.
     """
-    from pointfail.suites import common
-
     pages = resolve_pages(pages_spec)
     views, browser_version = render_views(pages, seed, offsets_per_page)
     rng = random.Random(seed + 1)
@@ -432,9 +434,9 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
                 "file_name": image_name,
                 "instruction": instruction,
                 "bbox": [x0, y0, x1, y1],
-                "point": [(x0 + x1) // 2, (y0 + y1) // 2],
+                "point": reference_point([x0, y0, x1, y1]),
                 "answer_type": "bbox" if task == "box" else "point",
-                "eval": dict(BOX_EVAL, bbox=[x0, y0, x1, y1]) if task == "box" else {"type": "point_in_bbox", "bbox": [x0, y0, x1, y1]},
+                "eval": row_eval("bbox" if task == "box" else "point", [x0, y0, x1, y1]),
                 "image_size": list(VIEWPORT),
                 "data_type": el["category"],
                 "category": el["role"],
@@ -457,14 +459,14 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
             img_index += 1
     if len(rows) < n:
         raise WebSuiteError(f"only {len(rows)} unique targets found for n={n}; add pages or offsets")
-    env = common.environment_versions(FONT_NAMES)
+    env = environment_versions(FONT_NAMES)
     env.update({"browser": browser_version, "fontconfig_families": fontconfig_families()})
     env.update({p.package: p.package_version or "unknown" for p in pages if p.package})
     if absent_share:
         from pointfail.suites.absent import make_absent_rows
 
         rows = make_absent_rows(rows, graphs, suite="web", seed=seed, share=absent_share)
-    manifest_fields = common.suite_manifest_fields(
+    manifest_fields = suite_manifest_fields(
         suite="web", generator="pointfail.suites.web", generator_version=1, seed=seed, n=n, image_size=VIEWPORT,
         environment=env, absent_share=absent_share,
     )
@@ -472,18 +474,18 @@ def generate(out: str | Path, *, n: int, seed: int, pages_spec: str = "debian-do
         "pages": pages_spec, "offsets": offsets_per_page,
         "licenses": {p.package: p.license for p in pages if p.package},
     })
-    return common.write_suite_files(out, rows=rows, images=images, scene_graphs=graphs,
-                                    manifest_fields=manifest_fields, error=WebSuiteError)
+    return write_suite_files(out, rows=rows, images=images, scene_graphs=graphs,
+                             manifest_fields=manifest_fields, error=WebSuiteError)
 
 
 FONT_NAMES = ("dejavu-sans", "dejavu-sans-mono")
-"""The fonts the freeze style sheet forces (``pointfail.suites.common.FONTS`` names)."""
+"""The fonts the freeze style sheet forces (``pointfail.suites.fonts.FONTS`` names)."""
 
 
 def generator_args(manifest: dict[str, Any]) -> dict[str, Any]:
     """The :func:`generate` keyword arguments recorded in a web suite's ``manifest`` (``pages`` ->
     ``pages_spec``, ``offsets`` -> ``offsets_per_page``), for
-    :func:`pointfail.suites.common.verify_manifest` ``(regenerate=True)``; a key the manifest lacks
+    :func:`pointfail.suites.manifest.verify_manifest` ``(regenerate=True)``; a key the manifest lacks
     is left to :func:`generate`'s default."""
     out: dict[str, Any] = {}
     if "pages" in manifest:
