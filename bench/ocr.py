@@ -35,6 +35,7 @@ from tabulate import tabulate
 
 from pointfail import benchmarks, prompts
 from pointfail.baselines import ocr
+from pointfail.baselines.ocr import words as ocr_words
 from pointfail.scoring import score_prediction
 
 
@@ -45,16 +46,16 @@ def _cpu() -> float:
 
 def run_sample(sample, cached: bool) -> tuple[str, float, float, int, str]:
     """Answer and score one sample; ``(outcome, wall s, cpu s, tesseract runs, rule)``."""
-    calls = ocr.STATS["tesseract_calls"]
+    calls = ocr_words.STATS["tesseract_calls"]
     w0, c0 = time.perf_counter(), _cpu()
     prompt = prompts.build_prompt("ocr", sample)
     with Image.open(sample.image.path) as im:
         image = im.convert("RGB")
-    ans = ocr.point_to(image, prompt.sent, task=sample.task)
+    ans = ocr.point_to(image, prompt.core, task=sample.task, may_decline=prompts.absent_possible(sample))
     wall, cpu = time.perf_counter() - w0, _cpu() - c0
     res = score_prediction("ocr", ans.text, image_size=(sample.image.width, sample.image.height),
                            target=sample.target, task=sample.task)
-    return res.outcome, wall, cpu, ocr.STATS["tesseract_calls"] - calls, ans.rule
+    return res.outcome, wall, cpu, ocr_words.STATS["tesseract_calls"] - calls, ans.rule
 
 
 def main(argv=None) -> int:
@@ -82,8 +83,8 @@ def main(argv=None) -> int:
         kind = samples[0].benchmark if samples else Path(d).name
         acc = defaultdict(float)
         per_cat: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        ocr.clear_cache()
-        ocr.set_cache(True)
+        ocr_words.clear_cache()
+        ocr_words.set_cache(True)
         for s in samples:
             outcome, wall, cpu, calls, rule = run_sample(s, cached=True)
             acc["hits"] += outcome == "hit"
@@ -96,9 +97,9 @@ def main(argv=None) -> int:
             c[0] += outcome == "hit"
             c[1] += 1
             if not args.no_uncached:
-                ocr.set_cache(False)
+                ocr_words.set_cache(False)
                 _, wall, cpu, calls, _ = run_sample(s, cached=False)
-                ocr.set_cache(True)
+                ocr_words.set_cache(True)
                 acc["wall_u"] += wall
                 acc["cpu_u"] += cpu
                 acc["calls_u"] += calls

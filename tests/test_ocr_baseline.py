@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageFont
 
 from pointfail.baselines import ocr
+from pointfail.baselines.ocr.instruction import quoted
+from pointfail.baselines.ocr.sheet import col_index, col_letters
+from pointfail.baselines.ocr.words import paragraphs, read_words
 
 pytest.importorskip("pytesseract")
 if shutil.which("tesseract") is None:
@@ -44,7 +47,7 @@ def page():
         d.text((x, y), w, fill="black", font=font)
         boxes[w] = bb
         x = bb[2] + rng.randint(14, 40)
-    return img, boxes, ocr.read_words(img)
+    return img, boxes, read_words(img)
 
 
 X0, Y0, CW, RH = 50, 40, 100, 26
@@ -75,7 +78,7 @@ def sheet():
         d.text((X0 / 2 - (bb[2] - bb[0]) / 2, y + 5), str(r), fill="black", font=font)
     x0, y0, _, _ = _cell(2, 7)
     d.text((x0 + 5, y0 + 5), "Marketing", fill="black", font=font)
-    return img, ocr.read_words(img)
+    return img, read_words(img)
 
 
 def test_single_word_targets_are_mostly_hits(page):
@@ -147,21 +150,48 @@ def test_worker_backend_answers_json_pixels(page, tmp_path):
     assert _inside(json.loads(resp["raw_text"])["point"], boxes["meadow"])
 
 
+def test_worker_gives_the_baseline_the_core_instruction(page, tmp_path):
+    """The runner's requests carry the family's prompt and the core instruction: the baseline answers
+    the core instruction (the prompt's own words, "top-left" and a quoted JSON example, are never
+    read), and declines in the json_pixels convention when the request says the prompt told it how."""
+    from pointfail.families import get_family
+    from pointfail.records import canonical_json
+    from pointfail.worker import load_backend, run_worker
+
+    img, boxes, _ = page
+    p = tmp_path / "page.png"
+    img.save(p)
+    fam = get_family("ocr")
+    rows = [{"sample_id": "a", "image": str(p), "prompt": fam.prompt('Click "meadow".', "point"),
+             "instruction": 'Click "meadow".', "task": "point"},
+            {"sample_id": "b", "image": str(p), "prompt": fam.prompt('Click "xylophone".', "point", absent_possible=True),
+             "instruction": 'Click "xylophone".', "absent_possible": True, "task": "point"},
+            {"sample_id": "c", "image": str(p), "prompt": fam.prompt('Click "xylophone".', "point"),
+             "instruction": 'Click "xylophone".', "task": "point"}]
+    req = tmp_path / "req.jsonl"
+    req.write_text("".join(canonical_json(r) for r in rows), encoding="utf-8")
+    run_worker(load_backend("ocr", None, "cpu"), req, tmp_path / "resp.jsonl")
+    got = {r["sample_id"]: r for r in map(json.loads, (tmp_path / "resp.jsonl").read_text(encoding="utf-8").splitlines())}
+    assert _inside(json.loads(got["a"]["raw_text"])["point"], boxes["meadow"])
+    assert got["b"]["raw_text"] == '{"point": null}'
+    assert got["c"]["raw_text"] == "ocr baseline: quoted text not found in the screenshot"
+
+
 def test_quoted_strings_in_every_quote_style():
     text = "Click the boundary between the «i» and the \"n\" in the 'Within' and `x` or “y” ‘z’."
-    assert [q for _, q in ocr.quoted(text)] == ["i", "n", "Within", "x", "y", "z"]
-    assert [q for _, q in ocr.quoted("the two \"p\"'s in 'approximately'")] == ["p", "approximately"]
+    assert [q for _, q in quoted(text)] == ["i", "n", "Within", "x", "y", "z"]
+    assert [q for _, q in quoted("the two \"p\"'s in 'approximately'")] == ["p", "approximately"]
 
 
 @settings(deadline=None)  # the first call imports the sheets suite (col_letters is its col_name)
 @given(st.integers(min_value=0, max_value=26 * 27 - 1))
 def test_column_letters_round_trip(i):
-    assert ocr.col_index(ocr.col_letters(i)) == i
+    assert col_index(col_letters(i)) == i
 
 
 def test_column_letters_fixed():
     # A=0, Z=25, AA=26 (26*1 + 1 - 1), AZ=51, BA=52
-    assert [ocr.col_index(s) for s in ("A", "Z", "AA", "AZ", "BA")] == [0, 25, 26, 51, 52]
+    assert [col_index(s) for s in ("A", "Z", "AA", "AZ", "BA")] == [0, 25, 26, 51, 52]
 
 
 def test_character_boxes_and_gaps_from_glyph_columns():
@@ -194,7 +224,7 @@ def test_paragraphs_split_at_first_line_indents():
              (80, "Could you check whether the backup finished"), (40, "without errors last night?")]
     for i, (x, s) in enumerate(lines):
         d.text((x, 20 + 24 * i), s, fill="black", font=font)
-    paras = ocr.paragraphs(ocr.read_words(img))
+    paras = paragraphs(read_words(img))
     firsts = [p[0][0].text for p in paras]
     assert firsts == ["Three", "Could"] and [len(p) for p in paras] == [2, 2], [[w.text for ln in p for w in ln] for p in paras]
     box = ocr.point_to(img, 'Draw a box around the whole paragraph starting with "Three".', task="box").box
@@ -202,9 +232,8 @@ def test_paragraphs_split_at_first_line_indents():
 
 
 def test_absent_quoted_text_is_declined_in_the_json_pixels_convention():
-    """With the decline sentence in the prompt (a row whose referent may be absent), a quoted phrase
-    that OCR finds nowhere is answered with the convention's null location, read as a decline; the
-    sentence itself (which quotes JSON) is not taken for the target."""
+    """When the prompt told the model how to decline (a row whose referent may be absent), a quoted
+    phrase that OCR finds nowhere is answered with the convention's null location, read as a decline."""
     from PIL import Image
 
     from pointfail.baselines.ocr import point_to
@@ -212,12 +241,11 @@ def test_absent_quoted_text_is_declined_in_the_json_pixels_convention():
 
     blank = Image.new("RGB", (320, 200), "white")
     fam = get_family("ocr")
-    told = fam.prompt('Click the cell that shows "Paid".', "point", absent_possible=True)
-    ans = point_to(blank, told, task="point", words=[])
+    ans = point_to(blank, 'Click the cell that shows "Paid".', task="point", words=[], may_decline=True)
     assert ans.text == '{"point": null}' and ans.rule == "not_found"
     assert fam.parse(ans.text, (320, 200)).reason == "declined"
-    box = point_to(blank, fam.prompt('Click the cell that shows "Paid".', "box", absent_possible=True), task="box", words=[])
+    box = point_to(blank, 'Click the cell that shows "Paid".', task="box", words=[], may_decline=True)
     assert box.text == '{"bbox": null}'
     # without the decline sentence the baseline says in words that it found nothing
-    plain = point_to(blank, fam.prompt('Click the cell that shows "Paid".', "point"), task="point", words=[])
+    plain = point_to(blank, 'Click the cell that shows "Paid".', task="point", words=[])
     assert plain.text.startswith("ocr baseline: quoted text not found")

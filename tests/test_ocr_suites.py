@@ -1,7 +1,7 @@
 """The ocr baseline on freshly generated suites (sheets, text, web), scored by pointfail's own scorer.
 
 Each test generates a small suite (``pointfail generate KIND --n N --seed S``), answers every sample
-the way the worker does (the ``ocr`` family's full prompt, the decoded image, ``point_to``) and scores
+the way the worker does (the core instruction, the decoded image, ``point_to``) and scores
 the reply with ``scoring.score_prediction`` against the sample's target. The floors sit below the hit
 rates measured on other seeds (bench/ocr.py, 40-60 samples per suite, seeds 7, 13, 901-903: sheets
 0.95-1.0, text 0.95-1.0, web 0.85-0.9), so a rule that stops working fails the test while one unlucky
@@ -49,9 +49,9 @@ def _run(samples) -> tuple[Counter, list[str]]:
     counts: Counter = Counter()
     misses = []
     for s in samples:
-        sent = prompts.build_prompt("ocr", s).sent
+        core = prompts.build_prompt("ocr", s).core
         with Image.open(s.image.path) as im:
-            ans = ocr.point_to(im.convert("RGB"), sent, task=s.task)
+            ans = ocr.point_to(im.convert("RGB"), core, task=s.task, may_decline=prompts.absent_possible(s))
         res = score_prediction("ocr", ans.text, image_size=(s.image.width, s.image.height), target=s.target,
                                task=s.task)
         counts[res.outcome] += 1
@@ -75,13 +75,14 @@ def test_hit_rate_floor_on_web_suite(tmp_path_factory):
     assert counts["hit"] / len(samples) >= 0.6, (counts, misses)
 
 
-def test_json_pixels_system_prompt_is_not_read_as_the_task():
-    # the family's system prompt says "top-left" and quotes "point"/"bbox": only the task line counts
-    sent = prompts.build_prompt("ocr", _FakeSample()).sent
-    assert "top-left" in sent and ocr.core_instruction(sent) == "Click the bottom border of cell B3."
-    assert ocr._part(ocr.core_instruction(sent)) == "bottom_edge"
-    assert ocr.core_instruction("Point task: Click 'Go'.") == "Click 'Go'."
-    assert ocr.core_instruction("Click 'Go'.") == "Click 'Go'."
+def test_the_core_instruction_not_the_family_prompt_is_read():
+    # the family's system prompt says "top-left": read as the task it would name the wrong part of the
+    # cell, which is why the worker passes the baseline the core instruction
+    from pointfail.baselines.ocr.sheet import cell_part
+
+    pr = prompts.build_prompt("ocr", _FakeSample())
+    assert "top-left" in pr.sent and cell_part(pr.sent) == "top_left"
+    assert pr.core == "Click the bottom border of cell B3." and cell_part(pr.core) == "bottom_edge"
 
 
 class _FakeSample:

@@ -92,7 +92,11 @@ def _no_surrogates(v: Optional[str]) -> Optional[str]:
 
 class JobRequest(BaseModel):
     """One request line. ``image`` is the path the worker opens (inside the container for container
-    models); ``prompt`` the exact text sent; ``max_new_tokens`` 1-32768."""
+    models); ``prompt`` the exact text sent; ``max_new_tokens`` 1-32768. ``instruction``: the core
+    instruction (``records.Prompt.core``: the benchmark's words without other models' answer-format
+    directives), for the weight-free baselines that read the task itself rather than a model's prompt
+    (``None``: the prompt is the instruction); ``absent_possible``: the prompt told the model how to
+    decline (:func:`pointfail.prompts.absent_possible`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -101,6 +105,8 @@ class JobRequest(BaseModel):
     prompt: str = Field(max_length=1 << 20)
     task: Literal["point", "box"] = "point"
     max_new_tokens: int = Field(default=128, ge=1, le=32_768)
+    instruction: Optional[str] = Field(default=None, max_length=1 << 20)
+    absent_possible: bool = False
 
 
 class JobResponse(BaseModel):

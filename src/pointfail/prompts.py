@@ -24,8 +24,8 @@ from typing import Any
 
 from pointfail.records import Prompt, Sample
 
-__all__ = ["Directive", "DIRECTIVES", "PromptError", "strip_directives", "build_prompt",
-           "reference_point_in_frame", "instruction_given"]
+__all__ = ["Directive", "DIRECTIVES", "PromptError", "absent_possible", "build_prompt", "instruction_given",
+           "reference_point_in_frame", "strip_directives"]
 
 
 class PromptError(ValueError):
@@ -170,6 +170,13 @@ def instruction_given(prompt: Prompt) -> str:
     return prompt.core
 
 
+def absent_possible(sample: Sample) -> bool:
+    """Whether the model is told how to decline for ``sample``: ``metadata["absent_possible"]``, set on
+    every row of a suite generated with absent referents, present or not (so a model learns how to
+    decline in its own convention without learning which rows are absent)."""
+    return bool(sample.metadata.get("absent_possible"))
+
+
 def build_prompt(family: Any, sample: Sample) -> Prompt:
     """The prompt for one sample and one model family.
 
@@ -178,9 +185,7 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     ``refspatial_suffix``); for Point-Bench steerable rows whose reference point was loaded, append a
     sentence giving it in the family's own frame (:func:`reference_point_in_frame`; PointArena's
     evaluator tells models where it is, because the point is not drawn in the image); then wrap the core in ``family.prompt(core, sample.task, absent_possible)``,
-    where ``absent_possible`` is ``sample.metadata["absent_possible"]`` (set on every row of a suite
-    generated with absent referents, present or not, so the model is told how to decline in its own
-    convention without learning which rows are absent).
+    with :func:`absent_possible`.
 
     Args:
         family: a ``pointfail.families.Family`` or its name (looked up with ``get_family``).
@@ -208,7 +213,7 @@ def build_prompt(family: Any, sample: Sample) -> Prompt:
     note = _reference_note(family, sample)
     if note:
         core = f"{core} {note}"
-    if sample.metadata.get("absent_possible"):
+    if absent_possible(sample):
         sent = family.prompt(core, sample.task, absent_possible=True)
     else:
         sent = family.prompt(core, sample.task)

@@ -12,7 +12,11 @@ pair is already answered, no model is loaded at all.
 
 Requests, one JSON object per line (written by the runner)::
 
-    {"sample_id": str, "image": "<path>", "prompt": str, "task": "point"|"box", "max_new_tokens": int}
+    {"sample_id": str, "image": "<path>", "prompt": str, "task": "point"|"box", "max_new_tokens": int,
+     "instruction": str | null, "absent_possible": bool}
+
+(``instruction``, the core instruction, and ``absent_possible`` are for the weight-free baselines:
+:class:`pointfail.jobs.JobRequest`.)
 
 Responses, appended one per sample and flushed (``fsync``) per line through
 :class:`pointfail.jobs.ResponseWriter`::
@@ -77,6 +81,8 @@ class Request:
     task: str
     max_new_tokens: int
     line: int
+    instruction: Optional[str] = None
+    absent_possible: bool = False
 
 
 @dataclass
@@ -136,6 +142,8 @@ def read_requests(path: str | Path, default_max_new_tokens: int = DEFAULT_MAX_NE
             task=obj.get("task") if obj.get("task") in ("point", "box") else "point",
             max_new_tokens=mnt,
             line=line,
+            instruction=obj.get("instruction") if isinstance(obj.get("instruction"), str) else None,
+            absent_possible=obj.get("absent_possible") is True,
         ))
     return reqs
 
@@ -319,7 +327,8 @@ def _answer(backend: Any, reqs: list[Request], writer: ResponseWriter, done: set
                 write(r.sample_id, None, 0.0, str(e))
                 continue
             items.append(WorkItem(sample_id=r.sample_id, image=image, image_path=r.image or "", prompt=r.prompt,
-                                  task=r.task, max_new_tokens=r.max_new_tokens))
+                                  task=r.task, max_new_tokens=r.max_new_tokens, instruction=r.instruction,
+                                  absent_possible=r.absent_possible))
         mode = "batched"
         if items:
             try:

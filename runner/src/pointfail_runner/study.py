@@ -181,8 +181,9 @@ def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict
     phrasing (``pointfail.prompts.build_prompt``), keyed by sample id, and the worker requests
     (``sample_id``, ``image`` as the sample's path on this machine, resolved to an absolute path when
     ``resolve`` (served models read it from this process), ``prompt`` as sent, ``task``,
-    ``max_new_tokens``) in sample order."""
-    from pointfail.prompts import build_prompt
+    ``max_new_tokens``, and for the weight-free baselines the core instruction ``instruction`` and
+    ``absent_possible``: :class:`pointfail.jobs.JobRequest`) in sample order."""
+    from pointfail.prompts import absent_possible, build_prompt
 
     prompts, requests = {}, []
     for s in samples:
@@ -190,7 +191,8 @@ def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict
         prompts[s.sample_id] = pr
         image = str(Path(s.image.path).resolve()) if resolve else s.image.path
         requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent,
-                         "task": s.task, "max_new_tokens": model.max_new_tokens})
+                         "task": s.task, "max_new_tokens": model.max_new_tokens, "instruction": pr.core,
+                         "absent_possible": absent_possible(s)})
     return prompts, requests
 
 

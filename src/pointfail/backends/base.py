@@ -31,6 +31,9 @@ class WorkItem:
     sample_id: the request's id. image: a ``PIL.Image.Image`` in RGB mode, fully decoded, original
     size (``image.size`` is ``(W, H)`` in pixels). image_path: where it was read from. prompt: the
     text sent to the model. task: ``"point"`` or ``"box"``. max_new_tokens: generation limit.
+    instruction: the core instruction (``records.Prompt.core``) when the request carries it, for
+    backends that read the task rather than a prompt (the ``ocr`` baseline). absent_possible: the
+    prompt told the model how to decline.
     """
 
     sample_id: str
@@ -40,6 +43,8 @@ class WorkItem:
     task: str = "point"
     max_new_tokens: int = 128
     extra: dict[str, Any] = field(default_factory=dict)
+    instruction: Optional[str] = None
+    absent_possible: bool = False
 
 
 @runtime_checkable

@@ -1,10 +1,11 @@
 """The ``ocr`` baseline as a worker backend: Tesseract over the screenshot, rules over the
 instruction (:mod:`pointfail.baselines.ocr`), answers in the json_pixels convention.
 
-The prompt the worker receives is the one the family's prompt builder produced: PointerBench's
-json_pixels system prompt plus ``Point task: <instruction>``; ``point_to`` reads only the task line
-(:func:`pointfail.baselines.ocr.core_instruction`). No weights, no GPU; token counts and model-input
-size are ``None``. Tesseract runs single-threaded (``OMP_THREAD_LIMIT=1``, set at load unless the
+The worker gives each item the core instruction (``WorkItem.instruction``: the benchmark's words
+without other models' answer-format directives, from the request) and whether the prompt told the
+model how to decline (``WorkItem.absent_possible``); a request without an instruction is read as
+its prompt. The family's prompt (PointerBench's json_pixels system prompt around the instruction)
+is never parsed. No weights, no GPU; token counts and model-input size are ``None``. Tesseract runs single-threaded (``OMP_THREAD_LIMIT=1``, set at load unless the
 environment sets it): on a shared CPU its OpenMP threads spin and one page took 5x longer.
 """
 
@@ -37,7 +38,9 @@ class OcrBackend:
         out = []
         for it in batch:
             cache = self._pages.setdefault(it.image_path, {}) if it.image_path else {}
-            out.append(result(point_to(it.image, it.prompt, task=it.task, langs=self.langs, cache=cache).text))
+            instruction = it.instruction if it.instruction is not None else it.prompt
+            out.append(result(point_to(it.image, instruction, task=it.task, langs=self.langs, cache=cache,
+                                       may_decline=it.absent_possible).text))
             while len(self._pages) > 16:
                 self._pages.pop(next(iter(self._pages)))
         return out
