@@ -37,9 +37,9 @@ The package, one job per module:
 * :mod:`~pointfail.aggregate.writing`: rendering (through :mod:`pointfail.tables`) and writing.
 * :mod:`~pointfail.aggregate.verify`: byte-for-byte verification, extensible with record checks.
 
-Bootstrap settings: ``[aggregate] bootstrap_seed`` (default 0) and ``bootstrap_resamples`` (default
-1000) in ``records/<study>/study.toml``, when present; both are printed in the tables' notes and in
-``summary.json``. ``[aggregate] notes`` (a list of strings, default none) are added to every table's
+Bootstrap settings: ``[aggregate] bootstrap_seed`` and ``bootstrap_resamples`` in
+``records/<study>/study.toml`` (defaults: :class:`pointfail.study.AggregateSpec`); both are printed in
+the tables' notes and in ``summary.json``. ``[aggregate] notes`` (a list of strings) are added to every table's
 notes and to ``summary.json``: what the records cover when that is not the whole benchmark
 (``pointfail evaluate --only-predicted`` writes it).
 

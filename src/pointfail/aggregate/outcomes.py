@@ -116,7 +116,7 @@ class FailureComposition(TableBuilder):
             "judge_unavailable + pending.",
             ERROR_NOTE,
             ANSWER_FORM_NOTE,
-        ] + ([f"Judge: {study.config['judge_note']}"] if study.config.get("judge_note") else [])
+        ] + ([f"Judge: {study.judge_note}"] if study.judge_note else [])
         return [Table("failure_composition", f"Failure composition: {study.name}", notes, columns, rows)]
 
 

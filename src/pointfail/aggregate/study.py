@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from pointfail.aggregate.counting import Counts, DuplicateSample
 from pointfail.aggregate.registry import TableBuilder, builders, needs_records, needs_rows
 from pointfail.aggregate.rows import POOLED, row_from_record
 from pointfail.records import Record, enumerate_records, gc_paused, records_files
+from pointfail.study import AggregateSpec
 
 __all__ = [
-    "DEFAULT_BOOTSTRAP_RESAMPLES",
-    "DEFAULT_BOOTSTRAP_SEED",
     "AggregateError",
     "RecordObserver",
     "Study",
@@ -35,10 +34,6 @@ __all__ = [
     "load_study",
     "studies_without_records",
 ]
-
-DEFAULT_BOOTSTRAP_SEED = 0
-DEFAULT_BOOTSTRAP_RESAMPLES = 1000
-
 
 class AggregateError(ValueError):
     """A study directory that cannot be aggregated (no records, duplicate samples, a reserved
@@ -57,7 +52,8 @@ class Study:
     """A study after one scan of its records.
 
     ``name`` (``[study] name`` of ``study.toml``, else the directory name), ``path``, ``files`` (the
-    records files read, sorted), ``config`` (the ``[aggregate]`` table of ``study.toml``),
+    records files read, sorted), ``config`` (the validated ``[aggregate]`` table of ``study.toml``,
+    its defaults when the study has none: :class:`pointfail.study.AggregateSpec`),
     ``records`` (how many were read), ``counts`` (the finished core fold) and ``builders`` (the
     registered table builders, every row added).
     """
@@ -65,11 +61,14 @@ class Study:
     name: str
     path: Path
     files: list[Path]
-    config: dict[str, Any]
+    config: AggregateSpec
     counts: Counts
     builders: list[TableBuilder] = field(default_factory=list)
     records: int = 0
     errors: int = 0
+    judge_note: Optional[str] = None
+    """The judges' lineage line (:func:`pointfail.judge.lineage.lineage_note`) for the failure
+    composition table, when the study names one."""
     digests: Any = None
     """:class:`pointfail.integrity.RecordDigests` of the scan: ``tables/records.sha256``, which
     ``SHA256SUMS`` lists, so it covers the records as well as the tables."""
@@ -81,13 +80,13 @@ class Study:
 
     @property
     def bootstrap_seed(self) -> int:
-        """``[aggregate] bootstrap_seed`` (default 0)."""
-        return int(self.config.get("bootstrap_seed", DEFAULT_BOOTSTRAP_SEED))
+        """``[aggregate] bootstrap_seed``."""
+        return self.config.bootstrap_seed
 
     @property
     def bootstrap_resamples(self) -> int:
-        """``[aggregate] bootstrap_resamples`` (default 1000)."""
-        return int(self.config.get("bootstrap_resamples", DEFAULT_BOOTSTRAP_RESAMPLES))
+        """``[aggregate] bootstrap_resamples``."""
+        return self.config.bootstrap_resamples
 
     @property
     def notes(self) -> list[str]:
@@ -97,7 +96,7 @@ class Study:
         from pointfail.aggregate.registry import incomplete_note
 
         extra = [incomplete_note(self.errors)] if self.errors else []
-        return [str(n) for n in self.config.get("notes", [])] + extra
+        return list(self.config.notes) + extra
 
 
 def is_study_dir(path: str | Path) -> bool:
@@ -106,9 +105,10 @@ def is_study_dir(path: str | Path) -> bool:
     return p.is_dir() and ((p / "study.toml").is_file() or bool(records_files(p)))
 
 
-def _read_config(d: Path) -> tuple[str, dict[str, Any]]:
+def _read_config(d: Path) -> tuple[str, AggregateSpec, Optional[str]]:
     name = d.resolve().name
-    config: dict[str, Any] = {}
+    config = AggregateSpec()
+    judge_note = None
     toml_path = d / "study.toml"
     if toml_path.is_file():
         from pointfail.study import StudyError, load_study as load_study_file
@@ -117,16 +117,14 @@ def _read_config(d: Path) -> tuple[str, dict[str, Any]]:
             spec = load_study_file(toml_path)
         except StudyError as e:
             raise AggregateError(str(e)) from None
-        config = spec.aggregate.model_dump()
+        config = spec.aggregate
         from pointfail.judge.lineage import lineage_note
 
-        note = lineage_note(spec.model_dump())
-        if note:
-            config["judge_note"] = note  # the failure composition table's judge line (outcomes.py)
+        judge_note = lineage_note(spec.model_dump())
         # the study's own name, so tables regenerated in another directory (make reproduce writes
         # under work/) carry the same title bytes as the committed ones
         name = spec.name
-    return name, config
+    return name, config, judge_note or None
 
 
 def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = ()) -> Study:
@@ -147,8 +145,9 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     files = records_files(d)
     if not files:
         raise AggregateError(f"{d}: no records files (<model>/<benchmark>.jsonl)")
-    name, config = _read_config(d)
-    study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders())
+    name, config, judge_note = _read_config(d)
+    study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders(),
+                  judge_note=judge_note)
     counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
     from pointfail.integrity import RecordDigests
 
