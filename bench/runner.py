@@ -61,6 +61,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=16, help="requests per job")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cells", type=int, default=3, help="cells per model for the before/after comparison")
+    ap.add_argument("--base-lock", type=Path, default=REPO / "images/base/base.lock.json",
+                    help="base image lock (its base is built when the engine lacks it)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -79,8 +81,8 @@ def main() -> int:
     for p in [tmp, *tmp.rglob("*")]:  # the container user (10001) must read the mounts
         p.chmod(0o755 if p.is_dir() else 0o644)
     client = ensure_engine()
-    ensure_base(client, REPO / "images/base/base.lock.json", log=lambda s: None)
-    image = build_image(client, REPO, FAMILY, variant="cpu", log=lambda s: None).tag
+    ensure_base(client, args.base_lock, log=lambda s: None)
+    image = build_image(client, REPO, FAMILY, variant="cpu", base_lock=args.base_lock, log=lambda s: None).tag
 
     def in_process(k: int, batch: int = 1) -> float:
         d = tmp / f"inproc{k}-{batch}"

@@ -8,8 +8,9 @@ the runs (``submit`` less pinning and staging), the speed-up over one shard at a
 average before and after, since the machine is shared: with 2 cores, the curve is bounded by the CPU
 (Tesseract in the ``ocr`` shards), and above 2 concurrent shards the containers only share it.
 
-Needs data/default (``make data``) and a Docker Engine. Usage:
-``python bench/shards.py [--shards 4] [--reps 1] [--concurrency 1 2 4]``.
+Needs data/default (``make data``) and a Docker Engine; the base image the lock names is built when
+the engine lacks it (``make base``). Usage:
+``python bench/shards.py [--shards 4] [--reps 1] [--concurrency 1 2 4] [--base-lock FILE]``.
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ def main() -> int:
     ap.add_argument("--shards", type=int, default=4, help="shards per model")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--base-lock", type=Path, default=REPO / "images/base/base.lock.json")
     args = ap.parse_args()
 
     from pointfail_runner import plan as pmod
+    from pointfail_runner.base import ensure_base
     from pointfail_runner.engine import ensure_engine
     from pointfail_runner.executors import local
 
     client = ensure_engine()
+    ensure_base(client, args.base_lock, log=lambda s: None)
     tmp = Path(tempfile.mkdtemp(prefix="pointfail-bench-shards-"))
     plan = pmod.build_plan(REPO / "records/default/study.toml", repo=REPO, shards=args.shards, log=lambda s: None)
     plan_file = pmod.write_plan(plan, tmp / "plan.json")
@@ -49,7 +53,7 @@ def main() -> int:
             before = os.getloadavg()
             t0 = time.monotonic()
             sub = local.submit(plan_file, repo=REPO, run_dir=tmp / f"run-{rep}-{c}", concurrency=c, client=client,
-                               log=lambda s: None)
+                               base_lock=args.base_lock, log=lambda s: None)
             total = time.monotonic() - t0
             failed = [k for k, v in sub.detail.items() if isinstance(v, Exception)]
             if failed:

@@ -263,9 +263,12 @@ def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publi
     return checks
 
 
-def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[str], None] = print) -> int:
+def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optional[Path] = None,
+         log: Callable[[str], None] = print) -> int:
     """``make data``: build the suites image if needed, render the study's generated suites into
-    ``data/<study>/`` and check them against the committed manifests. Returns 0 when all match."""
+    ``data/<study>/`` and check them against the committed manifests. Returns 0 when all match.
+    ``base_lock``: the base image lock to build on (default ``images/base/base.lock.json``; its base is
+    reused when the engine has it, else built and the lock rewritten)."""
     from . import base as bmod
     from . import images as imod
     from .engine import ensure_engine
@@ -276,8 +279,9 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", log: Callable[[s
     repo = Path(repo).resolve()
     study = load_study(study_file)
     client = ensure_engine()
-    bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log)
-    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, log=log)
+    base_lock = Path(base_lock or repo / "images/base/base.lock.json")
+    bmod.ensure_base(client, base_lock, log=log)
+    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, base_lock=base_lock, log=log)
     checks = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
     drift, content = suite_report(checks, repo)
     for line in drift:
