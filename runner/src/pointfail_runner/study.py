@@ -66,7 +66,11 @@ def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[st
 def repo_relative(record, repo: Path):
     """``record`` with its image and mask paths made relative to the checkout when they lie inside it
     (``data/<study>/...``), so committed records name no machine's directories and regenerate
-    identically on another machine. Paths outside the checkout are kept as they are."""
+    identically on another machine. Paths outside the checkout are kept as they are.
+
+    The image and target are replaced by copies, never changed in place: a record shares them with
+    its sample (``build_record``), and the same samples are scored again for the next model, whose
+    relative mask path would then be looked up under the data folder a second time."""
     def rel(p):
         if p and Path(p).is_absolute():
             try:
@@ -75,8 +79,8 @@ def repo_relative(record, repo: Path):
                 return p
         return p
 
-    record.image.path = rel(record.image.path)
-    record.target.mask_path = rel(record.target.mask_path)
+    record.image = record.image.model_copy(update={"path": rel(record.image.path)})
+    record.target = record.target.model_copy(update={"mask_path": rel(record.target.mask_path)})
     return record
 
 
