@@ -689,20 +689,17 @@ def _row_resize_handle(v: _View) -> Named:
     return Named(instr, require_unique(v.the(f"row_resize_handle:{r}"), instr))
 
 
-def _cell_right_edge(v: _View) -> Named:
+def _cell_edge(v: _View, *, right: bool) -> Named:
+    """``cell_right_edge`` (element ``vedge:``) / ``cell_bottom_edge`` (``hedge:``) of an anchor cell."""
     c, r, R = v.anchor()
-    instr = v.rng.choice((f"Click exactly on the right-hand border of {R}.", f"Point at the right gridline of {R}.",
-                          f"the border between {R} and the cell to its right",
-                          f"Select the right side line of cell {R}."))
-    return Named(instr, require_unique(v.the(f"vedge:{_ref(c, r)}"), instr))
-
-
-def _cell_bottom_edge(v: _View) -> Named:
-    c, r, R = v.anchor()
-    instr = v.rng.choice((f"Click exactly on the bottom border of {R}.", f"Point to the lower grid boundary of {R}.",
-                          f"the border between {R} and the cell below it",
-                          f"Click the cell boundary immediately below {R}."))
-    return Named(instr, require_unique(v.the(f"hedge:{_ref(c, r)}"), instr))
+    if right:
+        wordings = (f"Click exactly on the right-hand border of {R}.", f"Point at the right gridline of {R}.",
+                    f"the border between {R} and the cell to its right", f"Select the right side line of cell {R}.")
+    else:
+        wordings = (f"Click exactly on the bottom border of {R}.", f"Point to the lower grid boundary of {R}.",
+                    f"the border between {R} and the cell below it", f"Click the cell boundary immediately below {R}.")
+    instr = v.rng.choice(wordings)
+    return Named(instr, require_unique(v.the(f"{'vedge' if right else 'hedge'}:{_ref(c, r)}"), instr))
 
 
 _COMPASS = {("top", "left"): "northwest", ("top", "right"): "northeast",
@@ -736,8 +733,8 @@ WRITERS: dict[str, Callable[[_View], Named]] = {
     "cell_relative_offset": partial(_relative, sideways=True),
     "col_resize_handle": _col_resize_handle,
     "row_resize_handle": _row_resize_handle,
-    "cell_right_edge": _cell_right_edge,
-    "cell_bottom_edge": _cell_bottom_edge,
+    "cell_right_edge": partial(_cell_edge, right=True),
+    "cell_bottom_edge": partial(_cell_edge, right=False),
     "cell_top_left_corner": partial(_corner, vert="top", horiz="left"),
     "cell_top_right_corner": partial(_corner, vert="top", horiz="right"),
     "cell_bottom_left_corner": partial(_corner, vert="bottom", horiz="left"),

@@ -546,20 +546,18 @@ def _sentence_boundary(v: _View) -> Named:
     return Named(instr, f"caret:{w.line}.{w.end + 1}")
 
 
-def _caret_after_word(v: _View) -> Named:
+def _caret_by_word(v: _View, *, after: bool) -> Named:
+    """``caret_after_word`` / ``caret_before_word``: the caret at the end / start of a word."""
     w, qual, W, B = v.word(2)
-    instr = v.rng.choice((f"Place the cursor right after {B}.", f"Immediately following {B}.",
-                          f"Put the caret just past the last letter of {W}."))
+    if after:
+        wordings = (f"Place the cursor right after {B}.", f"Immediately following {B}.",
+                    f"Put the caret just past the last letter of {W}.")
+    else:
+        wordings = (f"Place the cursor right before {B}.", f"Move the caret ahead of {B}.",
+                    f"Insert point directly before the first letter of {W}.")
+    instr = v.rng.choice(wordings)
     require_unique(v.word_ids(w.core, qual), instr)
-    return Named(instr, f"caret:{w.line}.{w.end}")
-
-
-def _caret_before_word(v: _View) -> Named:
-    w, qual, W, B = v.word(2)
-    instr = v.rng.choice((f"Place the cursor right before {B}.", f"Move the caret ahead of {B}.",
-                          f"Insert point directly before the first letter of {W}."))
-    require_unique(v.word_ids(w.core, qual), instr)
-    return Named(instr, f"caret:{w.line}.{w.start}")
+    return Named(instr, f"caret:{w.line}.{w.end if after else w.start}")
 
 
 def _between_words(v: _View) -> Named:
@@ -656,8 +654,8 @@ WRITERS: dict[str, Callable[[_View], Named]] = {
     "caret_between_chars": _caret_between_chars,
     "punctuation": _punctuation,
     "sentence_boundary": _sentence_boundary,
-    "caret_after_word": _caret_after_word,
-    "caret_before_word": _caret_before_word,
+    "caret_after_word": partial(_caret_by_word, after=True),
+    "caret_before_word": partial(_caret_by_word, after=False),
     "between_words": _between_words,
     "line_start": _line_start,
     "line_end": _line_end,
