@@ -60,7 +60,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Frame", "FrameError", "FRAME_KINDS", "smart_resize", "SMART_RESIZE_DEFAULTS"]
+__all__ = ["Frame", "FrameError", "FRAME_KINDS", "check_size", "smart_resize", "SMART_RESIZE_DEFAULTS"]
 
 FRAME_KINDS: tuple[str, ...] = (
     "percent",
@@ -84,7 +84,12 @@ class FrameError(ValueError):
 Size = tuple[float, float]
 
 
-def _check_size(size, what: str) -> tuple[float, float]:
+def check_size(size, what: str) -> tuple[float, float]:
+    """``size`` as ``(width, height)`` floats, both finite and positive (``what`` names it in the error).
+
+    Raises:
+        FrameError: ``size`` is ``None``, not a pair of numbers, or not finite and positive.
+    """
     if size is None:
         raise FrameError(f"{what} is required")
     try:
@@ -145,15 +150,15 @@ class Frame:
             # pixels of the image the model received: the original, unless a served model's provider
             # documented downscaling it (pointfail.served.inputs records that size as model_input_size)
             if model_input_size is not None:
-                return _check_size(model_input_size, "model_input_size")
-            return _check_size(image_size, "image_size")
+                return check_size(model_input_size, "model_input_size")
+            return check_size(image_size, "image_size")
         if self.kind == "pixels_resized":
             if model_input_size is None:
                 raise FrameError(
                     f"frame {self.name!r} is in pixels of the resized model input: model_input_size "
                     "(width, height) as recorded by the worker is required to convert it"
                 )
-            return _check_size(model_input_size, "model_input_size")
+            return check_size(model_input_size, "model_input_size")
         s = float(self.scale)  # type: ignore[arg-type]
         if self.kind == "bin_index":
             return s - 1.0, s - 1.0

@@ -64,6 +64,7 @@ __all__ = [
     "score_prediction",
     "scorePrediction",
     "frame_compliance",
+    "target_from_args",
     "COMPLIANCE_READINGS",
     "ABSENCE_OUTCOMES",
     "absence_count",
@@ -408,11 +409,17 @@ class ScoreResult(BaseModel):
         return key in self.keys()
 
 
-def _target_from_args(
+def target_from_args(
     mask_path: Optional[str | Path],
     box: Optional[Sequence[float]],
     target: Optional[Target],
 ) -> Target:
+    """The one target of ``score_prediction``'s arguments: a ``Target`` as given, a mask file
+    (``mask_path``), or a box in pixels of the original image ``[x0, y0, x1, y1]``.
+
+    Raises:
+        ValueError: none or more than one given, or a box that is not 4 finite numbers.
+    """
     given = [v is not None for v in (mask_path, box, target)]
     if sum(given) != 1:
         raise ValueError("give exactly one target: mask_path, box (pixels [x0, y0, x1, y1]) or target")
@@ -468,7 +475,7 @@ def score_prediction(
             it; :func:`build_record` records the same case as an ``error`` outcome).
         pointfail.frames.FrameError: a resized-input frame without ``model_input_size``.
     """
-    tgt = _target_from_args(mask_path, box, target)
+    tgt = target_from_args(mask_path, box, target)
     size: Optional[tuple[int, int]] = None
     if image_path is not None:
         size = _read_image_size(image_path)

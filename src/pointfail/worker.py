@@ -202,7 +202,7 @@ def load_backend(family: str, weights: Optional[str], device: str, **options: An
         raise WorkerError(f"cannot load model for family {family!r} from {weights}: {type(e).__name__}: {e}") from e
 
 
-def _open_image(path: Optional[str]):
+def open_image(path: Optional[str]):
     """Open, fully decode and convert an image to RGB. Raises ``ValueError`` with the reason."""
     from PIL import Image
 
@@ -322,7 +322,7 @@ def _answer(backend: Any, reqs: list[Request], writer: ResponseWriter, done: set
             try:
                 if r.prompt is None:
                     raise ValueError("request has no prompt")
-                image = _open_image(r.image)
+                image = open_image(r.image)
             except ValueError as e:
                 write(r.sample_id, None, 0.0, str(e))
                 continue

@@ -189,7 +189,7 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
 
     from .container import JobPaths
     from .shards import load_samples
-    from .study import _provenance, records_for, requests_for
+    from .study import job_provenance, records_for, requests_for
 
     repo = Path(repo).resolve()
     samples = load_samples(plan, study, roots)
@@ -198,7 +198,7 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
         spec = study.model(m.name)
         fam = get_family(m.family)
         mr = run.read_model_run(m.name)
-        prov = _provenance(repo, mr.image, mr.variant, mr.id, spec)
+        prov = job_provenance(repo, mr.image, mr.variant, mr.id, spec)
         for bench in plan.benchmarks:
             combined = ResponseLog()
             missing = 0

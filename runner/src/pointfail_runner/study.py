@@ -45,7 +45,10 @@ REMOTE_CODE_BACKENDS = ("pointfail.backends.molmo",)
 manifest (``weights_manifest`` in the study; :mod:`pointfail.backends.manifest`)."""
 
 
-def _provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: ContainerModel):
+def job_provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: ContainerModel):
+    """Provenance of a container model's records (run and merge): pointfail's version, the study's
+    checkpoint and revision, the image id, and the pinned versions of :data:`PROVENANCE_PACKAGES`
+    plus the sha256 of the image's lock file for ``variant``."""
     from pointfail.records import Provenance
 
     try:
@@ -309,7 +312,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                     m = m.model_copy(update={"revision": locked["revision"]})
                 built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
                                           base_lock=base_lock, log=log)
-                prov = _provenance(repo, m.image, variant, built.id, m)
+                prov = job_provenance(repo, m.image, variant, built.id, m)
             out[m.name] = {}
             for b in sel_benchmarks:
                 samples = samples_by_bench[b.name]

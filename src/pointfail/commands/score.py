@@ -100,10 +100,10 @@ def run(args: argparse.Namespace) -> int:
     out = res.to_dict()
     if getattr(args, "diagnose", False):
         from pointfail.geometry import TargetRegion
-        from pointfail.scoring import _target_from_args, frame_compliance
+        from pointfail.scoring import target_from_args, frame_compliance
 
         region = TargetRegion.from_target(
-            _target_from_args(args.mask, args.box, None), res.image_size, allow_rescale=args.allow_rescale
+            target_from_args(args.mask, args.box, None), res.image_size, allow_rescale=args.allow_rescale
         )
         out["frame_compliance"] = frame_compliance(
             family, text, res.image_size, region, model_input_size=args.model_input_size

@@ -64,7 +64,7 @@ from pointfail.families._text import (
     strip_fences,
     strip_reasoning,
 )
-from pointfail.frames import Frame, FrameError, _check_size
+from pointfail.frames import Frame, FrameError, check_size
 from pointfail.geometry.shapes import box_center
 from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS
 from pointfail.records import ParseResult
@@ -197,7 +197,7 @@ class Family:
         # fail on caller errors before reading the text, so they never depend on the reply
         self.frame.to_unit(0.0, 0.0, image_size, model_input_size)
         if self.frame.kind != "pixels_original" and image_size is not None:
-            _check_size(image_size, "image_size")
+            check_size(image_size, "image_size")
         diag = Diagnostics()
         result = dict(family=self.name, frame=self.frame.name)
         if not text or not text.strip():

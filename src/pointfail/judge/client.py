@@ -44,6 +44,7 @@ from pointfail.judge.miss import Miss
 from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
 from pointfail.judge.settings import DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_OPTIONS
 from pointfail.records import JudgeAttempt, Judgment
+from pointfail.served.transport import FailureCount, ServerDown
 
 def resolve_host(host: Optional[str] = None) -> str:
     """The judge host: ``host`` if given, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""
@@ -60,15 +61,6 @@ def is_transport_error(exc: BaseException) -> bool:
     if isinstance(exc, ollama.ResponseError):
         return exc.status_code >= 500 or exc.status_code == 429
     return isinstance(exc, (ConnectionError, httpx.TransportError))
-
-
-class _Down(Exception):
-    """Raised inside a retry loop when another request found the server unavailable."""
-
-
-@dataclass
-class _Counter:
-    n: int = 0
 
 
 @dataclass
@@ -195,12 +187,12 @@ class ChatJudge:
         return retrying(self.is_transport_error, retries=self.transport_retries, backoff_initial=self.backoff_initial,
                         backoff_max=self.backoff_max, stop_when=lambda: self._down is not None)
 
-    async def _call(self, fn: Callable[[], Any], counter: _Counter) -> Any:
+    async def _call(self, fn: Callable[[], Any], counter: FailureCount) -> Any:
         """Run ``await fn()`` with transport retries; each transport failure increments ``counter``."""
         async for attempt in self._retrying():
             with attempt:
                 if self._down is not None and counter.n > 0:
-                    raise _Down(self._down)
+                    raise ServerDown(self._down)
                 try:
                     return await fn()
                 except Exception as e:  # counted, then re-raised for tenacity to judge
@@ -287,7 +279,7 @@ class ChatJudge:
                 "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"
             )
         prompt = build_prompt(instruction, point_outside_image=point_outside_image, target_absent=target_absent)
-        counter = _Counter(prior_failures)
+        counter = FailureCount(prior_failures)
         attempts: list[JudgeAttempt] = list(prior)
         for k in range(len(prior) + 1, self.max_attempts + 1):
             opts = dict(self.options)
@@ -295,7 +287,7 @@ class ChatJudge:
                 opts["seed"] = int(opts["seed"]) + k - 1
             try:
                 reply = await self._call(lambda: self._request(prompt, png, opts), counter)
-            except _Down as e:
+            except ServerDown as e:
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
                 )
@@ -440,7 +432,7 @@ class OllamaJudge(ChatJudge):
     async def _server_info(self) -> ServerInfo:
         import httpx
 
-        counter = _Counter()
+        counter = FailureCount()
         info = ServerInfo()
         try:
             tags = await self._call(self._client.list, counter)
@@ -454,7 +446,7 @@ class OllamaJudge(ChatJudge):
                 info.version = ver.json().get("version")
         except Exception as e:  # recorded; the stage then marks misses judge_unavailable
             info.error = f"{type(e).__name__}: {e}"
-            if self.is_transport_error(e) or isinstance(e, _Down):
+            if self.is_transport_error(e) or isinstance(e, ServerDown):
                 self._down = f"server unreachable at {self.host}: {info.error}"
         return info
 

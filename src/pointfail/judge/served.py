@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pointfail.judge.settings import DEFAULT_OPTIONS as OLLAMA_OPTIONS
-from pointfail.judge.client import ChatJudge, ServerInfo, _Counter, _Down
+from pointfail.judge.client import ChatJudge, ServerInfo
 from pointfail.judge.protocol import LABEL_SCHEMA
+from pointfail.served.transport import FailureCount, ServerDown
 
 DEFAULT_OPTIONS: dict[str, Any] = {
     "temperature": OLLAMA_OPTIONS["temperature"],
@@ -81,7 +82,7 @@ class OpenAIJudge(ChatJudge):
 
         info = ServerInfo()
         try:
-            page = await self._call(self._client.models.list, _Counter())
+            page = await self._call(self._client.models.list, FailureCount())
             ids = [m.id for m in getattr(page, "data", []) or []]
             if ids and self.model not in ids:
                 info.error = f"model {self.model} not in the server's models ({', '.join(ids[:10])})"
@@ -90,7 +91,7 @@ class OpenAIJudge(ChatJudge):
             if status_of(e) == 404:
                 return info
             info.error = f"{type(e).__name__}: {e}"
-            if self.is_transport_error(e) or isinstance(e, _Down):
+            if self.is_transport_error(e) or isinstance(e, ServerDown):
                 self._down = f"server unreachable at {self.base_url}: {info.error}"
         return info
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from pointfail.records import ServedInfo
+from pointfail.served.transport import ServerDown
 
 if TYPE_CHECKING:
     from pointfail.jobs import ResponseWriter
@@ -77,14 +78,10 @@ class ServedSummary:
     error_reasons: dict[str, str] = field(default_factory=dict)
 
 
-class _Down(Exception):
-    """Raised in a retry loop once another sample found the server down."""
-
-
 def _open_rgb(path: Optional[str]) -> Any:
-    from pointfail.worker import _open_image
+    from pointfail.worker import open_image
 
-    return _open_image(path)
+    return open_image(path)
 
 
 class _Run:
@@ -121,7 +118,7 @@ class _Run:
             t0 = time.perf_counter()
             try:
                 line = await self.answer(req, t0)
-            except _Down:
+            except ServerDown:
                 self.summary.pending += 1
                 return
             self.write(line)
@@ -175,7 +172,7 @@ class _Run:
                                           stop_when=lambda: self.down is not None):
                 with attempt:
                     if self.down is not None and info.requests > 0:
-                        raise _Down(self.down)
+                        raise ServerDown(self.down)
                     info.requests += 1
                     self.summary.requests += 1
                     try:
@@ -185,7 +182,7 @@ class _Run:
                             info.transport_failures += 1
                             self.summary.transport_failures += 1
                         raise
-        except _Down:
+        except ServerDown:
             raise
         except Exception as e:
             reason = f"{type(e).__name__}: {e}"[:500]
@@ -194,7 +191,7 @@ class _Run:
                     self.down = (f"server {self.model.base_url} unavailable after {info.requests} requests "
                                  f"({reason})")
                     log.error("%s", self.down)
-                raise _Down(self.down) from None
+                raise ServerDown(self.down) from None
             status = status_of(e)
             return error(f"server: HTTP {status}: {reason}" if status else f"server: {reason}")
         info.model = reply.model

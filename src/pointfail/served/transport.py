@@ -13,6 +13,7 @@ seconds, or the server's ``Retry-After`` header (seconds, capped at ``backoff_ma
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -21,6 +22,18 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 
 class MalformedReply(Exception):
     """A 2xx body that is not a usable chat completion (not JSON, no ``choices``, no message)."""
+
+
+class ServerDown(Exception):
+    """Raised inside a retry loop once another request (of the same judge or served backend) found
+    the server unavailable, so the remaining requests stop retrying; the message says why."""
+
+
+@dataclass
+class FailureCount:
+    """Transport failures of one request (all its attempts), counted by the retry loop: ``n``."""
+
+    n: int = 0
 
 
 def status_of(exc: BaseException) -> Optional[int]:
