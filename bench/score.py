@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         masks = make_masks(Path(tmp), args.masks, rng)
         replies = make_replies(masks, rng)
         boxes = []
-        for _, (w, h), m in masks:
+        for _, _size, m in masks:
             ys, xs = np.nonzero(m)
             boxes.append([float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)])
         n = len(masks)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"pointfail bench/score.py: {n} distinct masks {sorted(set(s for _, s, _ in masks))}, "
           f"{n} molmo replies, {args.rounds} rounds (median round shown)")
-    print(f"outcomes per round: " + ", ".join(f"{k} {v // args.rounds}" for k, v in sorted(outcomes.items())))
+    print("outcomes per round: " + ", ".join(f"{k} {v // args.rounds}" for k, v in sorted(outcomes.items())))
     rows = [
         ("decode only (cold)", med["decode"]),
         ("score vs masks (cold)", med["masks"]),

@@ -194,7 +194,7 @@ def main() -> None:
             print(f"{k:<32}{cpu[k]:>8.2f}{wall[k]:>8.2f}{cpu[k] / base:>8.2f}{cpu[k] / cpu['json']:>8.2f}")
         fresh = results["fresh"]
         again = results["again"]
-        print(f"\nsite steps (fresh build, wall s): " + ", ".join(f"{k} {v:.2f}" for k, v in fresh.seconds.items()))
+        print("\nsite steps (fresh build, wall s): " + ", ".join(f"{k} {v:.2f}" for k, v in fresh.seconds.items()))
         print(f"images: fresh build {fresh.images}, rebuild {again.images}")
         img_s = cpu["view (fresh)"] - cpu["view (rebuild, images reused)"]
         if fresh.images.get("thumb"):

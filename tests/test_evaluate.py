@@ -124,7 +124,7 @@ def test_own_outputs_path_in_one_command(suite, tmp_path, capsys):
     assert int(outcomes["no_prediction"]) == expect["modes"]["no_prediction"]
     assert int(outcomes["error"]) == len(expect["no_reply"])  # samples the file has no reply for
     # the same table is printed
-    assert "# Failure composition" in text and f"| my-model | sheets" in text
+    assert "# Failure composition" in text and "| my-model | sheets" in text
 
     # every line that was not used as given is counted and listed, in the output and in evaluation.json
     result = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))

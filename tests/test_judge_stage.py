@@ -132,7 +132,9 @@ def test_ollama_stage_scripted_replies(tmp_path):
 def test_server_dies_mid_stage_then_rerun_loses_nothing_and_judges_nothing_twice(tmp_path):
     study = make_study(tmp_path, n_misses=12)
     # the 5th chat request kills the server; requests take 0.1 s so several are in flight
-    script = lambda n, body: Action(die=True) if n == 4 else Action(reply="wrong_instance", delay=0.1)
+    def script(n, body):
+        return Action(die=True) if n == 4 else Action(reply="wrong_instance", delay=0.1)
+
     with FakeOllama(script) as srv1:
         rep1 = judge_study(study, ollama(srv1, concurrency=2))
         answered1 = Counter(c["instruction"] for c in srv1.answered())

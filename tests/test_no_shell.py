@@ -46,7 +46,7 @@ def dockerfile_violations(text: str, name: str = "Dockerfile") -> list[str]:
     """Shell-form RUN/CMD/ENTRYPOINT (or an exec form that runs ``sh -c``) in a Dockerfile."""
     out = []
     joined = re.sub(r"\\\n", " ", text)
-    for n, line in enumerate(joined.splitlines(), 1):
+    for line in joined.splitlines():
         s = line.strip()
         m = re.match(r"(?i)(RUN|CMD|ENTRYPOINT)\s+(.*)$", s)
         if not m:

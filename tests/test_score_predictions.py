@@ -81,7 +81,7 @@ def test_box_thresholds_on_real_rows(tmp_path, pointerbench_dir):
     (hit); one pixel wider is oversized."""
     gt = [r for r in _rows(pointerbench_dir, "pointerbench-text") if r["answer_type"] == "bbox"]
     assert len(gt) == 134
-    preds, expect = {}, {}
+    preds = {}
     for r in gt:
         x0, y0, x1, y1 = r["bbox"]
         w = x1 - x0

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "strip_directives": "pointfail.prompts:strip_directives",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = sorted(_EXPORTS) + ["__version__"]  # noqa: PLE0605 (the lazy-export table is the one list)
 
 
 def __getattr__(name: str) -> object:

@@ -19,7 +19,6 @@ upstream Debian image pinned by digest (the digest is also recorded in the lock,
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

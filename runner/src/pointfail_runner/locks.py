@@ -33,7 +33,6 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 VARIANTS = ("cpu", "cuda", "vllm")
 """Image variants: ``cpu`` and ``cuda`` torch builds of every torch image, and ``vllm``, the serving
@@ -98,7 +97,7 @@ def parse_lock(path: Path) -> list[LockEntry]:
         raise LockError(f"lock file {p} is missing; run: pointfail-runner lock {p.parent.name}")
     text = p.read_text().replace("\\\n", " ")
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for line in text.splitlines():
         line = line.split("#", 1)[0].strip() if not line.lstrip().startswith("--") else line
         m = _LINE.match(line.strip())
         if not m:

@@ -27,7 +27,6 @@ an orphan container for its responses.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading

@@ -101,7 +101,7 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
         problems.raise_if_any()
     images = NfcIndex(root / "images")
     masks = NfcIndex(root / "masks")
-    for key, paths in {**images.collisions, **masks.collisions}.items():
+    for paths in {**images.collisions, **masks.collisions}.values():
         problems.add(f"file names collide after NFC normalization: {[str(p) for p in paths]}")
     pixmo = _pixmo_points(root)
     samples: dict[str, Sample] = {}

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pointfail.commands._help import add_command
+
 TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
 if TYPE_CHECKING:
     from typing import Any
-
-from pointfail.commands._help import add_command
 
 EXAMPLE_INSTRUCTION = "the Save button"
 """The instruction the examples are written for."""

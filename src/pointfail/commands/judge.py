@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pointfail.commands._help import add_command
+from pointfail.judge.settings import DEFAULT_OPTIONS
+
 TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Optional
-
-from pointfail.commands._help import add_command
-from pointfail.judge.settings import DEFAULT_OPTIONS
 
 
 FAILURE_MODES_TEXT = """\

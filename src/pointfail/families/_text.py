@@ -136,7 +136,7 @@ def strip_reasoning(text: str, diag: Diagnostics) -> Optional[str]:
         if "think" not in low and "reasoning" not in low and "<answer>" not in low:
             return text  # none of the three tags can match: skip the regex scans
     last = None
-    for last in _THINK_CLOSE.finditer(text):  # keep only the last closing tag (no list of them all)
+    for last in _THINK_CLOSE.finditer(text):  # noqa: B007 (keeps only the last closing tag, no list of them all)
         pass
     if last is not None:
         text = text[last.end():]

@@ -43,7 +43,7 @@ _MODULES = {
 }
 _WHERE = {name: mod for mod, names in _MODULES.items() for name in names}
 
-__all__ = sorted(_WHERE)
+__all__ = sorted(_WHERE)  # noqa: PLE0605 (the lazy-export table is the one list)
 
 
 def __getattr__(name: str) -> Any:

@@ -405,6 +405,9 @@ def point_in_mask(point_norm: Sequence[float], mask: np.ndarray) -> bool:
 
 
 def mask_distance(info: MaskInfo, point_norm: Sequence[float]) -> Optional[float]:
+    """:func:`mask_distance_px` on a decoded mask (its boundary cached on ``info``): pixels from
+    normalized ``(x, y)`` to the nearest mask pixel, 0 inside, ``None`` for an empty mask or a
+    non-finite point."""
     mask = info.mask
     h, w = mask.shape
     px, py = to_pixels(point_norm, (w, h))

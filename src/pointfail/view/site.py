@@ -279,7 +279,7 @@ def build_site(
     for start in range(0, len(idx.rows), CHUNK_ROWS):
         part = idx.rows[start : start + CHUNK_ROWS]
         cols: dict[str, list[Any]] = {k: [] for k in ("m", "b", "id", "o", "md", "j", "c", "l", "q", "x", "d", "t", "sh", "i")}
-        for (m, b, sid, o, md, j, c, lang, q, dist, t, sh, instr, ann) in part:
+        for (m, b, sid, o, md, j, c, lang, q, dist, t, sh, instr, _ann) in part:
             cols["m"].append(idx.code("model", m))
             cols["b"].append(idx.code("benchmark", b))
             cols["id"].append(sid)

@@ -27,6 +27,7 @@ def quoted(text: str) -> list[tuple[int, str]]:
 
 
 def unquoted(text: str) -> str:
+    """``text`` with every quoted phrase (any quote style :func:`quoted` reads) replaced by a space."""
     out = text
     for pat in _QUOTES:
         out = re.sub(pat, " ", out)
@@ -42,6 +43,8 @@ def norm(s: str) -> str:
 
 
 def ordinal(instruction: str, quote_start: int) -> Optional[int]:
+    """The ordinal just before the quote at ``quote_start`` ("the second 'x'", "the last occurrence of
+    'x'"): 1-5, -1 for "last", ``None`` when there is none."""
     before = instruction[:quote_start].lower()
     m = re.search(r"\b(first|second|third|fourth|fifth|last)\b(?:\s+(?:occurrence|instance)\s+of)?[\s\w]{0,12}$", before)
     return _ORDINALS[m.group(1)] if m else None

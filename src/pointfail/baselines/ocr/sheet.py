@@ -230,6 +230,8 @@ def _offsets(text: str) -> tuple[int, int]:
 
 
 def cell_part(text: str) -> str:
+    """The part of a cell an instruction names: a corner (``top_left``, ``top_right``, ``bottom_left``,
+    ``bottom_right``), ``bottom_edge``, ``right_edge``, else ``center``."""
     t = text.lower().replace("‑", "-")
     corners = {
         "top_left": ("top-left", "upper-left", "northwest", "top and left", "top left", "upper left"),

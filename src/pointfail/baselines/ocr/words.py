@@ -275,16 +275,19 @@ def paragraphs(words: list[Word]) -> list[list[list[Word]]]:
 
 
 def median(v: list[float]) -> float:
+    """The upper median of ``v`` (the middle value after sorting; 0.0 when empty)."""
     v = sorted(v)
     return v[len(v) // 2] if v else 0.0
 
 
 def union(run: list[Word]) -> tuple[float, float, float, float]:
+    """The box ``(x0, y0, x1, y1)`` in pixels around every word of ``run`` (not empty)."""
     return (min(w.box[0] for w in run), min(w.box[1] for w in run), max(w.box[2] for w in run),
             max(w.box[3] for w in run))
 
 
 def grayscale(image: Any):
+    """``image`` (PIL) in grayscale as an ``int16`` array ``(H, W)`` (room for differences of levels)."""
     import numpy as np
 
     return np.asarray(image.convert("L"), dtype=np.int16)
