@@ -191,7 +191,7 @@ def fetch_stage(repo: Path, study, study_file: Path, data_root: Path, lock_file:
             jobs.append(("models", m.name, ["weights", "fetch", m.name], roots.weights_dir(m)))
     ran = []
     if download:
-        for kind, name, args, dest in jobs:
+        for _kind, _name, args, dest in jobs:
             cmd = [*args, "--study", rel, "--to", _shown(dest, repo), "--lock", _shown(lock_file, repo)]
             log("[fetch] $ pointfail " + " ".join(cmd))
             rc = subprocess.run([sys.executable, "-m", "pointfail", *cmd], cwd=repo, env={**os.environ, **env},

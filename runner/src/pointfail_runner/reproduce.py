@@ -272,9 +272,8 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     from . import base as bmod
     from . import images as imod
     from .engine import ensure_engine
-    from pointfail.study import Roots
 
-    from .study import load_study, missing_inputs
+    from .study import load_study
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
