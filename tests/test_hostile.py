@@ -22,7 +22,7 @@ from PIL import Image
 from hostile import make_decoy, tree_digest
 from pointfail.families import list_families
 from pointfail.jobs import JobBusy, JobLock, read_responses
-from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS
+from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS, MAX_RESPONSE_RAW_TEXT_CHARS
 from pointfail.records import Prompt, Response, Sample, Target, ImageRef, read_records, write_records
 from pointfail.scoring import build_record
 from pointfail.study import Roots, StudyError, load_study
@@ -305,3 +305,26 @@ def test_container_logs_are_capped_and_made_printable(tmp_path):
     assert shown[0].startswith("\\x1b]0;pwned\\x07\\x1b[2J\\x0d") and "…[+" in shown[0]
     assert max(len(s) for s in shown) < 2100 and len(shown) < 300  # bounded by the cap, not by the flood
     assert sink.dropped > 10_000_000
+
+
+def test_a_huge_reply_in_a_replies_file_is_one_explained_error(tmp_path, capsys):
+    """``pointfail evaluate`` holds a reply to the runner's cap: a 1.5 Mi-character reply is an error
+    record for its sample that says why, the other samples are scored, none is lost or doubled."""
+    from pointfail.cli import main
+
+    suite = tmp_path / "sheets"
+    assert main(["generate", "sheets", "--n", "4", "--seed", "3", "--out", str(suite)]) == 0
+    ids = [json.loads(x)["id"] for x in (suite / "data/test/metadata.jsonl").read_text().splitlines()]
+    replies = tmp_path / "m.jsonl"
+    huge = "x=" * (3 * MAX_RESPONSE_RAW_TEXT_CHARS // 4)
+    replies.write_text("\n".join(json.dumps({"id": i, "text": huge if k == 0 else '<point x="1" y="1">a</point>'})
+                                 for k, i in enumerate(ids)) + "\n")
+    out = tmp_path / "out"
+    assert main(["evaluate", "--benchmark", "suite", "--data", str(suite), "--replies", str(replies),
+                 "--family", "molmo", "--out", str(out), "--judge", "none"]) == 0, capsys.readouterr().out
+    recs = read_records(out / "m" / "sheets.jsonl")
+    assert sorted(r.sample_id for r in recs) == sorted(ids)
+    by_id = {r.sample_id: r for r in recs}
+    assert by_id[ids[0]].outcome == "error" and by_id[ids[0]].response.raw_text is None
+    assert f"a reply of {len(huge)} characters, over the cap of {MAX_RESPONSE_RAW_TEXT_CHARS}" in by_id[ids[0]].error
+    assert all(by_id[i].outcome in ("hit", "miss", "no_prediction") for i in ids[1:])

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from pointfail.limits import MAX_RESPONSE_RAW_TEXT_CHARS
 from pointfail.replies import Reply, ReplyProblem
 
 __all__ = [
@@ -71,6 +72,11 @@ RESULT_FILE = "evaluation.json"
 
 NO_REPLY = "no reply for this sample in {file}"
 """``Response.error`` of a sample the replies file has no line for (the record says ``worker: ...``)."""
+
+TOO_LONG = "a reply of {n} characters, over the cap of {cap} (pointfail.limits.MAX_RESPONSE_RAW_TEXT_CHARS): not scored"
+"""``Response.error`` of a sample whose text reply is longer than the runner accepts from a worker
+(:data:`~pointfail.limits.MAX_RESPONSE_RAW_TEXT_CHARS`): the same rule for both ways in, and records
+stay small enough to commit."""
 
 _NAME = re.compile(r"[^a-z0-9._-]+")
 
@@ -364,7 +370,10 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
                 mis = reply.model_input_size
                 if mis is None and f.frame.kind == "pixels_resized":
                     mis = list(f.expected_model_input_size((s.image.width, s.image.height)))
-                resp = Response(raw_text=reply.text, model_input_size=mis)
+                if len(reply.text) > MAX_RESPONSE_RAW_TEXT_CHARS:
+                    resp = Response(error=TOO_LONG.format(n=len(reply.text), cap=MAX_RESPONSE_RAW_TEXT_CHARS))
+                else:
+                    resp = Response(raw_text=reply.text, model_input_size=mis)
             else:
                 f = get_family(COORDINATE_FRAMES[frame])
                 resp = Response(raw_text=_coordinate_text(reply))
