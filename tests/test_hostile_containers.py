@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -19,15 +18,11 @@ import pytest
 pytest.importorskip("docker")
 
 from hostile import make_decoy, tree_digest  # noqa: E402
+from serving_fixtures import family_image  # noqa: E402
 from pointfail_runner import container as cmod  # noqa: E402
-from pointfail_runner import images as imod  # noqa: E402
-from pointfail_runner import locks  # noqa: E402
-from pointfail_runner.base import ensure_base  # noqa: E402
 from pointfail_runner.engine import ensure_engine  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[1]
-WHEELHOUSE = REPO / "wheelhouse"
 PY = "/opt/venv/bin/python"
 
 PROBE = r"""
@@ -80,16 +75,9 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def center(client, tmp_path_factory) -> str:
-    lock = tmp_path_factory.mktemp("base") / "base.lock.json"
-    shutil.copy(REPO / "images/base/base.lock.json", lock)
-    ensure_base(client, lock)
-    try:
-        locks.verify_wheelhouse(REPO / "images/center", WHEELHOUSE, "cpu")
-    except locks.LockError:
-        locks.download_wheels(REPO / "images/center", WHEELHOUSE, "cpu")
-    return imod.build_image(client, REPO, "center", variant="cpu", wheelhouse=WHEELHOUSE, base_lock=lock,
-                            log=lambda s: None).tag
+def center(client, base_lock) -> str:
+    """The pinned centre image, built on the session's base lock (``conftest.base_lock``)."""
+    return family_image(client, base_lock, "center").tag
 
 
 @pytest.fixture()
