@@ -7,6 +7,7 @@ container can read) are in ``tests/test_hostile_containers.py``."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
