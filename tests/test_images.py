@@ -20,7 +20,8 @@ pytest.importorskip("docker")
 from pointfail_runner import container as cmod  # noqa: E402
 from pointfail_runner import images as imod  # noqa: E402
 from pointfail_runner import locks  # noqa: E402
-from pointfail_runner.base import read_apt_mirror  # noqa: E402
+from pointfail_runner import aptpins  # noqa: E402
+from pointfail_runner.base import base_tag, find_base, read_apt_mirror, read_lock  # noqa: E402
 from pointfail_runner.engine import ensure_engine  # noqa: E402
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -34,6 +35,11 @@ def client():
     c = ensure_engine()
     yield c
     c.close()
+
+
+@pytest.fixture(scope="session")
+def local_base(client, base_lock):
+    return find_base(client, read_lock(base_lock))
 
 
 @pytest.fixture(scope="session")
@@ -97,15 +103,18 @@ def tiny_weights(tmp_path_factory) -> Path:
     return _world_readable(tiny.build(TINY_FAMILY, tmp_path_factory.mktemp("tiny") / TINY_FAMILY, seed=0))
 
 
-def test_base_from_debian_packages(client, base_lock):
+def test_base_from_debian_packages(client, base_lock, local_base):
     lock = json.loads(base_lock.read_text())
-    img = client.images.get(lock["image_id"])
-    assert img.attrs["RootFS"]["Layers"] == [lock["rootfs_diff_id"]]
+    assert lock == json.loads((REPO / "images/base/base.lock.json").read_text())  # reproducing never rewrites it
+    img = client.images.get(local_base.id)
+    assert local_base.tag == base_tag(lock) and local_base.tag in img.tags
     py = "import sys, pwd, ensurepip; print(sys.version_info[:2], pwd.getpwnam('pointfail').pw_uid)"
-    assert _run(client, lock["image_id"], ["/usr/bin/python3", "-c", py]).strip() == "(3, 11) 10001"
-    # The Debian version dpkg reports inside the image is the one the lock recorded.
-    v = _run(client, lock["image_id"], ["dpkg-query", "-W", "--showformat=${Version}\\n", "python3"]).strip()
-    assert v == lock["packages"]["python3"]
+    assert _run(client, local_base.id, ["/usr/bin/python3", "-c", py]).strip() == "(3, 11) 10001"
+    # The Debian versions dpkg reports inside the image are the ones its label holds, and the drift is
+    # exactly where they differ from the recorded lock.
+    v = _run(client, local_base.id, ["dpkg-query", "-W", "--showformat=${Version}\\n", "python3"]).strip()
+    assert v == local_base.packages["python3"]
+    assert local_base.drift == tuple((p, a, b) for p, a, b in aptpins.drift(lock["packages"], local_base.packages))
     assert read_apt_mirror() not in base_lock.read_text()  # the mirror's host name is never recorded
 
 
@@ -117,9 +126,13 @@ def _labels_ok(client, built: imod.BuiltImage, lockfile: Path):
     # base id: the label names the source the image was really built from.
     base_id = labels["org.pointfail.base-id"]
     assert base_id.startswith("sha256:") and client.images.get(base_id).id == base_id
-    key = imod.build_key(REPO / "images" / built.name / "Dockerfile", lockfile,
-                         labels["org.pointfail.source-sha256"], base_id)
-    assert built.tag.endswith(key[:12])
+    assert labels["org.pointfail.source-sha256"] == imod.source_sha256(REPO)
+    assert built.tag.endswith(imod.image_key(REPO, built.name, built.variant, base_id)[:12])
+    # the Debian install report is in the labels: what the image holds and how it drifted from debian.lock
+    deb = imod.debian_lock(REPO / "images" / built.name)
+    installed = json.loads(labels["org.pointfail.debian-packages"])
+    assert [tuple(e) for e in json.loads(labels["org.pointfail.debian-drift"])] == aptpins.drift(deb["installed"], installed)
+    assert set(deb["requested"]) <= set(installed)
     assert len(labels["org.opencontainers.image.revision"].split("-")[0]) == 40
     assert attrs["Config"]["User"] == "10001:10001"
     assert isinstance(attrs["Config"]["Entrypoint"], list)  # exec form

@@ -170,20 +170,31 @@ def test_load_study_checks_fields(tmp_path):
         study.load_study(_write(tmp_path / "noname.toml", "[study]\n"))
 
 
-def test_build_key_changes_with_each_input(tmp_path):
-    df, lk = _write(tmp_path / "Dockerfile", "FROM x\n"), _write(tmp_path / "requirements.lock", "a==1\n")
-    k = images.build_key(df, lk, "src1", "sha256:base1")
-    assert k == images.build_key(df, lk, "src1", "sha256:base1")
-    assert len({k, images.build_key(df, lk, "src2", "sha256:base1"),
-                images.build_key(df, lk, "src1", "sha256:base2")}) == 3
-    lk.write_text("a==2\n")
-    assert images.build_key(df, lk, "src1", "sha256:base1") != k
+def test_build_key_changes_with_each_input():
+    parts = dict(dockerfile=b"FROM x\n", lock=b"a==1\n", debian=b"{}\n", installer=b"print()\n", src_sha="src1",
+                 base_id="sha256:base1", snapshot=None)
+    k = images.build_key(**parts)
+    assert k == images.build_key(**dict(parts))
+    changed = {name: images.build_key(**dict(parts, **{name: value})) for name, value in (
+        ("dockerfile", b"FROM y\n"), ("lock", b"a==2\n"), ("debian", b'{"requested": ["x"]}\n'),
+        ("installer", b"pass\n"), ("src_sha", "src2"), ("base_id", "sha256:base2"), ("snapshot", "20250520T000000Z"))}
+    assert len(set(changed.values()) | {k}) == 8  # every input moves the key
+    # parts are hashed one by one: moving bytes from one part to the next is another key
+    assert images.build_key(**dict(parts, dockerfile=b"FROM x\na", lock=b"==1\n")) != k
+
+
+def test_images_share_one_dockerfile_unless_they_differ():
+    repo = Path(__file__).parents[1]
+    names = images.image_names(repo)
+    assert {"center", "ocr", "scorer", "suites", "molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3"} <= set(names)
+    own = {n for n in names if images.dockerfile_for(repo / "images" / n) != repo / "images/Dockerfile"}
+    assert own == {"scorer", "suites"}  # other entry points; every model family and baseline shares the rest
 
 
 def test_only_images_with_debian_packages_build_with_a_network():
     repo = Path(__file__).parents[1]
-    nets = {n: images.needs_network(repo / "images" / n / "Dockerfile") for n in images.image_names(repo)}
-    assert nets["ocr"] is True  # Tesseract from Debian
+    nets = {n: images.needs_network(repo / "images" / n) for n in images.image_names(repo)}
+    assert nets["ocr"] is True and nets["suites"] is True  # Tesseract; Chromium, fonts and pages from Debian
     pure_python = ("scorer", "center", "molmo", "molmo2", "qwen2_5_vl", "qwen3_vl", "internvl3")
     assert {n: nets[n] for n in pure_python} == {n: False for n in pure_python}
 

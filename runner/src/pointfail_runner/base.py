@@ -3,13 +3,21 @@
 ``docker import``, for machines with no container registry").
 
 Steps (:func:`build_base`): read the Debian mirror from this machine's apt configuration
-(:func:`read_apt_mirror`, never a host name written in the repository), ``debootstrap
---variant=minbase`` Debian bookworm with ``python3``, ``python3-venv`` and ``ca-certificates`` into a
-temporary directory, give it the machine's apt sources for the release, ``-updates`` and ``-security``
-pockets (:func:`write_apt_sources`), add the unprivileged user ``pointfail`` (uid/gid 10001), drop apt caches and
-lists, pack the tree as a tar with sorted entries, numeric owners and clamped mtimes, ``docker
-import`` it through the Engine API, and write ``images/base/base.lock.json``: the image id (its
-content digest), the layer's diff id, the tar's sha256, and every installed package's Debian version.
+(:func:`read_apt_mirror`, never a host name written in the repository; with a snapshot, the snapshot
+archive instead), ``debootstrap --variant=minbase`` Debian bookworm with ``python3``, ``python3-venv``
+and ``ca-certificates`` into a temporary directory, give it the machine's apt sources for the
+release, ``-updates`` and ``-security`` pockets (:func:`write_apt_sources`), add the unprivileged user
+``pointfail`` (uid/gid 10001), drop apt caches and lists, pack the tree as a tar with sorted entries,
+numeric owners and clamped mtimes, and ``docker import`` it through the Engine API with labels that
+record every installed package's Debian version and the drift from the lock.
+
+The lock (``images/base/base.lock.json``) records the build the committed results were made with:
+the image id (its content digest), the layer's diff id, the tar's sha256, and every installed
+package's Debian version. A build elsewhere installs what the archive has now (Debian keeps only the
+newest point release and security update), so it is tagged by the lock it was built *for*
+(:func:`base_key`: ``pointfail/base:bookworm-<key12>``), its drift from the recorded versions is kept in
+its labels, and the lock is rewritten only when asked (``record``: ``make base RECORD=1``, ``make
+publish``) or when there is none.
 
 On machines with a registry, ``images/base/Dockerfile.registry`` builds the equivalent base from the
 upstream Debian image pinned by digest (the digest is also recorded in the lock,
@@ -234,45 +242,120 @@ def read_lock(lock_path: Path) -> Optional[dict]:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
-def base_present(client, lock: Optional[dict]) -> bool:
-    """True when the engine holds the image whose id the lock records."""
-    if not lock or not lock.get("image_id"):
-        return False
+LABEL_KEY = "org.pointfail.base-key"
+LABEL_PACKAGES = "org.pointfail.debian-packages"
+LABEL_DRIFT = "org.pointfail.debian-drift"
+LABEL_SNAPSHOT = "org.pointfail.debian-snapshot"
+LABEL_TAR = "org.pointfail.tar-sha256"
+LABEL_SECONDS = "org.pointfail.build-seconds"
+
+
+@dataclass(frozen=True)
+class LocalBase:
+    """The base image this engine holds for a lock: ``id`` (``sha256:…``), ``tag``
+    (``pointfail/base:bookworm-<key12>``), ``key`` (:func:`base_key`), the Debian ``packages`` it
+    has, its ``drift`` from the lock (``(package, recorded, installed)``), the ``snapshot`` it was
+    built from (or ``None``), and ``built`` (False when reused)."""
+
+    id: str
+    tag: str
+    key: str
+    packages: dict
+    drift: tuple
+    snapshot: Optional[str]
+    built: bool = False
+
+
+def base_key(lock: Optional[dict], snapshot: Optional[str] = None) -> str:
+    """sha256 (hex) of what a base is built *for*: the lock's suite, variant, included packages, user
+    and recorded package versions, plus the snapshot timestamp when one is used. Machine-specific
+    fields of the lock (image id, tar hash, build time) are left out, so a base built from the same
+    lock on another day or machine gets the same key, whatever the archive gave it."""
+    import hashlib
+
+    lock = lock or {}
+    recipe = {k: lock.get(k) for k in ("suite", "variant", "include", "user", "packages")}
+    recipe["snapshot"] = snapshot or None
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+
+
+def base_tag(lock: Optional[dict], snapshot: Optional[str] = None) -> str:
+    """``pointfail/base:<suite>-<key12>``, the local tag of the base built for ``lock``."""
+    return f"{REPOSITORY}:{(lock or {}).get('suite', SUITE)}-{base_key(lock, snapshot)[:12]}"
+
+
+def _labelled(img, lock: Optional[dict], key: str, tag: str, built: bool) -> LocalBase:
+    """A :class:`LocalBase` from the image's labels; the drift is computed against ``lock`` (none
+    without a lock)."""
+    from .aptpins import drift
+
+    labels = (img.attrs.get("Config") or {}).get("Labels") or {}
+    packages = json.loads(labels.get(LABEL_PACKAGES, "{}"))
+    entries = drift(lock["packages"], packages) if lock and lock.get("packages") else []
+    return LocalBase(img.id, tag, key, packages, tuple(entries), labels.get(LABEL_SNAPSHOT) or None, built)
+
+
+def find_base(client, lock: Optional[dict], snapshot: Optional[str] = None) -> Optional[LocalBase]:
+    """The :class:`LocalBase` tagged for ``lock`` (and ``snapshot``) when the engine has it, else ``None``."""
     from docker.errors import ImageNotFound
 
+    tag = base_tag(lock, snapshot)
     try:
-        return client.images.get(lock["image_id"]).id == lock["image_id"]
+        img = client.images.get(tag)
     except ImageNotFound:
-        return False
+        return None
+    return _labelled(img, lock, base_key(lock, snapshot), tag, False)
 
 
-def build_base(client, lock_path: Path, *, mirror: Optional[str] = None, workdir: Optional[Path] = None,
-               log=print) -> dict:
-    """Build ``pointfail/base`` from Debian packages, import it, tag it, write ``lock_path``.
+def _label_change(name: str, value: str) -> str:
+    """A ``LABEL`` instruction for ``docker import`` changes (JSON string quoting is Dockerfile quoting)."""
+    return f"LABEL {name}={json.dumps(value)}"
+
+
+def build_base(client, lock: Optional[dict] = None, *, mirror: Optional[str] = None, snapshot: Optional[str] = None,
+               snapshot_mirror: Optional[str] = None, workdir: Optional[Path] = None, log=print) -> tuple[LocalBase, dict]:
+    """Build the base from Debian packages for ``lock`` (the recorded one, or ``None``), import it and
+    tag it :func:`base_tag`.
 
     Args:
         client: a ``docker.DockerClient`` (see :func:`pointfail_runner.engine.ensure_engine`).
-        lock_path: where the lock JSON goes (normally ``images/base/base.lock.json``).
+        lock: the recorded base lock; its package versions are compared with what was installed.
         mirror: Debian mirror URI; default :func:`read_apt_mirror` (the machine's apt configuration).
+        snapshot: a snapshot timestamp (``20250520T000000Z``): debootstrap from, and give the image the
+            sources of, ``snapshot_mirror``'s archive of that moment (:func:`aptpins.snapshot_sources`).
         workdir: scratch directory for the tree and the tar (default a temporary directory).
 
     Returns:
-        The lock dict: ``image_id`` (``sha256:…``, the engine's content digest of the image),
-        ``tags``, ``rootfs_diff_id``, ``tar_sha256``, ``suite``, ``variant``, ``include``,
-        ``packages`` ({name: Debian version}), ``upstream_image``, ``build_seconds``. The mirror is
-        not recorded (it is the machine's, and host names stay out of the repository).
+        ``(LocalBase, new_lock)``: ``new_lock`` describes this build in the lock format (``image_id``,
+        ``tags``, ``rootfs_diff_id``, ``tar_sha256``, ``suite``, ``variant``, ``include``, ``user``,
+        ``packages`` {name: Debian version}, ``upstream_image``, ``build_seconds``); the mirror is not
+        in it (it is the machine's, and host names stay out of the repository). Nothing is written:
+        see :func:`record_base`.
 
     Raises:
-        BaseImageError: see the class.
+        BaseImageError: see the class; also a malformed snapshot setting.
     """
+    from . import aptpins
+
     t0 = time.monotonic()
+    if snapshot:
+        try:
+            sources = aptpins.snapshot_sources(snapshot_mirror or "", snapshot)
+        except aptpins.AptPinError as e:
+            raise BaseImageError(str(e)) from None
+        mirror = sources.split()[2]  # the release pocket's URI
     mirror = mirror or read_apt_mirror()
     tmp = Path(tempfile.mkdtemp(prefix="pointfail-base-", dir=workdir))
     try:
         rootfs = tmp / "rootfs"
-        log(f"[base] debootstrap {SUITE} ({VARIANT}, +{','.join(PACKAGES)}) from the apt-configured mirror")
+        log(f"[base] debootstrap {SUITE} ({VARIANT}, +{','.join(PACKAGES)}) from "
+            + (f"the snapshot archive {snapshot}" if snapshot else "the apt-configured mirror"))
         debootstrap(rootfs, mirror)
-        pockets = write_apt_sources(rootfs)
+        if snapshot:
+            (rootfs / "etc/apt/sources.list").write_text(sources)
+            pockets = [f"{SUITE}, {SUITE}-updates, {SUITE}-security at {snapshot}"]
+        else:
+            pockets = write_apt_sources(rootfs)
         log(f"[base] apt sources in the image: {', '.join(pockets) or 'debootstrap default'}")
         add_user(rootfs)
         packages = dpkg_versions(rootfs)
@@ -280,19 +363,27 @@ def build_base(client, lock_path: Path, *, mirror: Optional[str] = None, workdir
         tar_path = tmp / "rootfs.tar"
         tar_sha = pack(rootfs, tar_path)
         shutil.rmtree(rootfs)
-        date = time.strftime("%Y%m%d", time.gmtime())
-        tag = f"{SUITE}-{date}"
-        log(f"[base] docker import -> {REPOSITORY}:{tag}")
+        key = base_key(lock, snapshot)
+        tag = base_tag(lock, snapshot)
+        entries = aptpins.drift((lock or {}).get("packages", {}), packages) if lock else []
+        seconds = round(time.monotonic() - t0, 1)
+        changes = list(IMPORT_CHANGES) + [
+            _label_change(LABEL_KEY, key), _label_change(LABEL_PACKAGES, json.dumps(packages, sort_keys=True)),
+            _label_change(LABEL_DRIFT, json.dumps([list(e) for e in entries])),
+            _label_change(LABEL_SNAPSHOT, snapshot or ""), _label_change(LABEL_TAR, tar_sha),
+            _label_change(LABEL_SECONDS, str(seconds)),
+        ]
+        repo_name, _, tag_name = tag.partition(":")
+        log(f"[base] docker import -> {tag}")
         try:
-            client.api.import_image_from_file(str(tar_path), repository=REPOSITORY, tag=tag,
-                                              changes=list(IMPORT_CHANGES))
+            client.api.import_image_from_file(str(tar_path), repository=repo_name, tag=tag_name, changes=changes)
         except Exception as e:  # docker.errors.APIError and transport errors
             raise BaseImageError(f"docker import failed: {e}") from e
-        img = client.images.get(f"{REPOSITORY}:{tag}")
+        img = client.images.get(tag)
         img.tag(REPOSITORY, SUITE)
-        lock = {
+        new_lock = {
             "image_id": img.id,
-            "tags": [f"{REPOSITORY}:{tag}", f"{REPOSITORY}:{SUITE}"],
+            "tags": [tag, f"{REPOSITORY}:{SUITE}"],
             "rootfs_diff_id": img.attrs["RootFS"]["Layers"][0],
             "tar_sha256": tar_sha,
             "suite": SUITE,
@@ -301,26 +392,61 @@ def build_base(client, lock_path: Path, *, mirror: Optional[str] = None, workdir
             "user": {"name": USER_NAME, "uid": USER_ID, "gid": USER_ID},
             "packages": packages,
             "upstream_image": UPSTREAM_IMAGE,
-            "build_seconds": round(time.monotonic() - t0, 1),
+            "build_seconds": seconds,
         }
-        Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(lock_path).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-        log(f"[base] {img.id} in {lock['build_seconds']} s; lock written to {lock_path}")
-        return lock
+        for line in aptpins.drift_lines(entries):
+            log(f"[base] drift: {line}")
+        log(f"[base] {img.id} in {seconds} s" + (f"; {len(entries)} Debian package version(s) differ from the lock"
+                                                 if entries else ""))
+        return _labelled(img, lock, key, tag, True), new_lock
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def ensure_base(client, lock_path: Path, log=print, **kw) -> dict:
-    """Reuse the base the lock names when the engine has it; otherwise build it (and rewrite the lock).
-    Returns the lock dict. Package versions that moved since the old lock are logged."""
-    old = read_lock(lock_path)
-    if base_present(client, old):
-        log(f"[base] reusing {old['image_id']} ({lock_path})")
-        return old
-    new = build_base(client, lock_path, log=log, **kw)
-    if old and old.get("packages"):
-        moved = {k: (old["packages"].get(k), v) for k, v in new["packages"].items() if old["packages"].get(k) != v}
-        if moved:
-            log(f"[base] Debian package versions differ from the previous lock: {moved}")
-    return new
+def record_base(client, local: LocalBase, lock_path: Path, log=print) -> dict:
+    """Write ``lock_path`` from the engine's image ``local`` (its labels hold the package versions and
+    tar hash) and tag the image for the new lock, so it is found again. Returns the new lock."""
+    img = client.images.get(local.id)
+    labels = (img.attrs.get("Config") or {}).get("Labels") or {}
+    lock = {
+        "image_id": img.id,
+        "rootfs_diff_id": img.attrs["RootFS"]["Layers"][0],
+        "tar_sha256": labels.get(LABEL_TAR),
+        "suite": SUITE,
+        "variant": VARIANT,
+        "include": list(PACKAGES),
+        "user": {"name": USER_NAME, "uid": USER_ID, "gid": USER_ID},
+        "packages": json.loads(labels.get(LABEL_PACKAGES, "{}")),
+        "upstream_image": UPSTREAM_IMAGE,
+        "build_seconds": float(labels.get(LABEL_SECONDS) or 0),
+    }
+    tag = base_tag(lock, local.snapshot)
+    lock["tags"] = [tag, f"{REPOSITORY}:{SUITE}"]
+    repo_name, _, tag_name = tag.partition(":")
+    img.tag(repo_name, tag_name)
+    Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(lock_path).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    log(f"[base] recorded {img.id} in {lock_path}")
+    return lock
+
+
+def ensure_base(client, lock_path: Path, *, record: bool = False, force: bool = False,
+                snapshot: Optional[str] = None, snapshot_mirror: Optional[str] = None, log=print,
+                **kw) -> LocalBase:
+    """The base for ``lock_path``'s lock: reused when the engine has it (its tag is keyed on the lock),
+    built otherwise (or with ``force``). The drift from the recorded package versions is logged.
+    The lock is written only with ``record`` or when there is none yet.
+
+    Raises:
+        BaseImageError: as :func:`build_base`.
+    """
+    lock = read_lock(lock_path)
+    local = None if force else find_base(client, lock, snapshot)
+    if local is not None:
+        log(f"[base] reusing {local.tag} ({local.id[:19]})"
+            + (f"; {len(local.drift)} Debian package version(s) differ from {lock_path}" if local.drift else ""))
+    else:
+        local, _ = build_base(client, lock, snapshot=snapshot, snapshot_mirror=snapshot_mirror, log=log, **kw)
+    if record or lock is None:
+        local = find_base(client, record_base(client, local, lock_path, log=log), snapshot)
+    return local

@@ -29,6 +29,13 @@ Chromium and the two documentation packages (web suite tests), nix-instantiate (
 Slurm and munge (:data:`SLURM_PACKAGES`)."""
 
 
+REPRODUCE_PACKAGES: tuple[str, ...] = ("debootstrap",)
+"""What ``make reproduce`` needs on the host besides a Docker Engine (which
+:func:`pointfail_runner.engine.ensure_engine` installs and starts): debootstrap, to build the base
+image, and only when the engine does not hold it already. Tesseract, Chromium, fonts and documentation
+pages are inside the images."""
+
+
 class PrereqError(RuntimeError):
     """Packages are missing and cannot be installed here; the message holds the command to run."""
 

@@ -231,6 +231,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               limit: Optional[int] = None, wall_clock_s: float = 6 * 3600, mem_limit: str = "8g",
               batch_size: Optional[int] = None, progress: bool = True, client=None,
               base_lock: Optional[Path] = None, fix_permissions: bool = False,
+              build_options: Optional[dict] = None,
               log: Callable[[str], None] = print, lock_file: Optional[Path] = None) -> dict[str, dict[str, int]]:
     """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
 
@@ -244,6 +245,9 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     A model without a pinned ``revision`` runs at the commit the study lock holds for it
     (``lock_file``, default ``study.lock`` beside the study file): passed to the worker (Molmo's remote
     code refuses to run unpinned) and recorded in the provenance.
+
+    ``build_options`` are passed on to :func:`pointfail_runner.images.ensure_image` (e.g. a Debian
+    ``snapshot``).
 
     Raises:
         StudyError: a bad study file (every problem named), a path outside its root, missing data or
@@ -295,7 +299,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 if m.serve is not None:  # the runner starts the server: one per model, removed after its jobs
                     variant_s = serving.VLLM_VARIANT if m.serve.engine == "vllm" else variant
                     simage = imod.ensure_image(client, repo, m.serve.image, variant=variant_s, wheelhouse=wheelhouse,
-                                               base_lock=base_lock, log=log)
+                                               base_lock=base_lock, log=log, **(build_options or {}))
                     try:
                         url = servers.enter_context(serving.serving_container(
                             client, simage.tag, m, weights_dir=weights[m.name], log_path=roots.work / m.name /
@@ -311,7 +315,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 if not m.revision and locked:
                     m = m.model_copy(update={"revision": locked["revision"]})
                 built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
-                                          base_lock=base_lock, log=log)
+                                          base_lock=base_lock, log=log, **(build_options or {}))
                 prov = job_provenance(repo, m.image, variant, built.id, m)
             out[m.name] = {}
             for b in sel_benchmarks:
