@@ -1,8 +1,10 @@
 {
   description = "pointfail: measure how vision-language models fail at pointing (dev shell and slim scorer image)";
 
-  # Pinned: nixpkgs 24.11 release branch. `nix flake lock` records the exact revision in flake.lock.
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-24.11";
+  # Pinned by commit: the last revision of the nixos-24.11 release branch (2025-06-30), so the dev shell
+  # and the scorer image are as pinned as the Docker images. flake.lock records the same revision with
+  # its content hash (narHash); `nix flake lock --update-input nixpkgs` after changing the commit here.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/50ab793786d9de88ee30ec4e4c24fb4236fc2674";
 
   outputs = { self, nixpkgs }:
     let

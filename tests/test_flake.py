@@ -17,9 +17,20 @@ def test_flake_parses():
     assert "scorer-image" in out.stdout and "devShells" in out.stdout
 
 
-def test_flake_pins_nixpkgs_and_builds_scorer_without_torch():
+def test_flake_pins_nixpkgs_by_commit_with_a_lock_and_builds_scorer_without_torch():
+    import json
+    import re
+
     text = FLAKE.read_text()
-    assert 'inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-24.11"' in text
+    m = re.search(r'inputs\.nixpkgs\.url = "github:NixOS/nixpkgs/([0-9a-f]{40})";', text)
+    assert m, "nixpkgs must be pinned by a 40-hex commit, not a branch"
+    lock = json.loads((FLAKE.parent / "flake.lock").read_text())
+    assert lock["version"] == 7 and lock["root"] == "root"
+    assert lock["nodes"]["root"]["inputs"] == {"nixpkgs": "nixpkgs"}
+    node = lock["nodes"]["nixpkgs"]
+    assert node["original"] == {"owner": "NixOS", "repo": "nixpkgs", "rev": m.group(1), "type": "github"}
+    assert node["locked"]["rev"] == m.group(1) and node["locked"]["type"] == "github"
+    assert re.fullmatch(r"sha256-[A-Za-z0-9+/]{43}=", node["locked"]["narHash"])
     assert "dockerTools.buildLayeredImage" in text
     code = [line.split("#")[0] for line in text.splitlines()]
     assert not any("torch" in line for line in code)
