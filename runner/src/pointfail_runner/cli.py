@@ -3,18 +3,25 @@
 Commands::
 
     pointfail-runner engine                      # ping the engine, start dockerd when none answers
-    pointfail-runner base [--force]              # base image from Debian packages -> images/base/base.lock.json
+    pointfail-runner base [--force] [--record]   # base image from Debian packages (--record: rewrite its lock)
     pointfail-runner lock [IMAGE ...] [--variant cpu|cuda|vllm|all]     # regenerate lock files (needs an index)
     pointfail-runner wheels [IMAGE ...] [--variant cpu|cuda|vllm]       # wheelhouse from the lock files
-    pointfail-runner build [IMAGE ...] [--variant cpu|cuda|vllm] [--force]   # vllm: the serving variant (GPU)
+    pointfail-runner build [IMAGE ...] [--variant cpu|cuda|vllm] [--force] [--record]   # vllm: the serving variant (GPU)
+    pointfail-runner check-pins [IMAGE ...]      # recorded Debian versions the archive no longer has
     pointfail-runner run --study FILE [--models M ...] [--benchmarks B ...] [--limit N] ...
     pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
-    pointfail-runner reproduce --study FILE [--publish]   # every stage, timed; compare with committed
+    pointfail-runner reproduce --study FILE [--publish] [--bundle PATH]   # every stage, timed; compare
+    pointfail-runner bundle --study FILE         # archival bundle: images, data, records, locks, host wheels
+    pointfail-runner pristine [--offline] [--mount P] -- make reproduce   # a fresh clone in a pristine Debian
     pointfail-runner plan --study FILE [--shard-size N | --shards K] [--out work/<study>/plan.json]
     pointfail-runner submit --plan FILE --executor local|slurm|k8s [--run-dir DIR] [--missing] [--cluster FILE]
     pointfail-runner status --plan FILE [--run-dir DIR]  # done / running / queued / failed / partial / pending cells
     pointfail-runner merge --plan FILE [--run-dir DIR] [--records DIR]   # per-shard responses -> records
     pointfail-runner shard --run-dir DIR --model M --index I  # the node step of the Docker executors
+
+``base``, ``build``, ``data``, ``reproduce`` and ``check-pins`` take ``--snapshot=TIMESTAMP`` (empty: none)
+with ``--snapshot-mirror URL`` (default ``$SNAPSHOT_MIRROR``): Debian packages then come from that
+snapshot archive at their exact recorded versions.
 
 Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad arguments; ``reproduce``
 and ``data`` also 3 (a generated suite's content differs from its committed manifest, every table
@@ -26,6 +33,7 @@ failed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -47,6 +55,11 @@ def _images(repo: Path, names: list[str]) -> list[str]:
     return names or image_names(repo)
 
 
+def _flag(value: str) -> bool:
+    """A Make-friendly boolean option value: empty, ``0``, ``no`` and ``false`` are off."""
+    return value.strip().lower() not in ("", "0", "no", "false")
+
+
 def _variants(v: str) -> list[str]:
     return ["cpu", "cuda"] if v == "all" else [v]
 
@@ -65,11 +78,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of ``pointfail-runner``; returns the exit code."""
     ap = argparse.ArgumentParser(prog="pointfail-runner", description=__doc__.split("\n\n")[0])
     ap.add_argument("--repo", type=Path, default=None, help="pointfail checkout (default: found from cwd)")
+    snap = argparse.ArgumentParser(add_help=False)
+    snap.add_argument("--snapshot", default="", metavar="TIMESTAMP",
+                      help="Debian snapshot timestamp (20250520T000000Z): install the exact recorded versions from it")
+    snap.add_argument("--snapshot-mirror", default=os.environ.get("SNAPSHOT_MIRROR", ""), metavar="URL",
+                      help="the snapshot archive's URL (default $SNAPSHOT_MIRROR)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("engine", help="ping the Docker Engine; start dockerd when none answers (root, Debian)")
-    b = sub.add_parser("base", help="build pointfail/base from Debian packages (debootstrap + docker import)")
-    b.add_argument("--force", action="store_true", help="rebuild even when the locked base is present")
+    b = sub.add_parser("base", parents=[snap], help="build pointfail/base from Debian packages (debootstrap + docker import)")
+    b.add_argument("--force", action="store_true", help="rebuild even when the base built for the lock is present")
+    b.add_argument("--record", nargs="?", const="1", default="", type=_flag,
+                   help="write this build's package versions into the lock (--record, --record=1; --record= is off)")
     b.add_argument("--lock", type=Path, default=None, help="lock path (default images/base/base.lock.json)")
+    sub.add_parser("lock-host", help="resolve runner/requirements.in into runner/requirements.lock (the project "
+                                     "venv's hashed packages, for CPython 3.11-3.13)")
     lk = sub.add_parser("lock", help="resolve requirements*.in into lock files with hashes")
     lk.add_argument("images", nargs="*")
     lk.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
@@ -77,11 +99,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     w.add_argument("images", nargs="*")
     w.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
     w.add_argument("--wheelhouse", type=Path, default=None)
-    bd = sub.add_parser("build", help="build images (missing ones only unless --force)")
+    bd = sub.add_parser("build", parents=[snap], help="build images (missing ones only unless --force)")
     bd.add_argument("images", nargs="*")
     bd.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm"])
     bd.add_argument("--force", action="store_true")
+    bd.add_argument("--record", nargs="?", const="1", default="", type=_flag,
+                    help="write the Debian versions each image holds into its debian.lock (and the base's lock)")
     bd.add_argument("--wheelhouse", type=Path, default=None)
+    cp = sub.add_parser("check-pins", parents=[snap],
+                        help="list the recorded Debian versions (base and images) the configured archive no longer has")
+    cp.add_argument("images", nargs="*")
     r = sub.add_parser("run", help="run a study's models over its benchmarks into records")
     r.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
     r.add_argument("--models", nargs="*", default=None)
@@ -102,23 +129,43 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="as root: make data/weights readable by the container user (chmod -R o+rX) if they are not")
     pq = sub.add_parser("prereqs", help="check (and as root on Debian, install) the system packages needed")
     pq.add_argument("--check", action="store_true", help="only check; print the install command when missing")
-    dt = sub.add_parser("data", help="render a study's generated suites in the pinned image; check the manifests")
+    dt = sub.add_parser("data", parents=[snap], help="render a study's generated suites in the pinned image; check the manifests")
     dt.add_argument("--study", type=Path, required=True)
     dt.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
-    rp = sub.add_parser("reproduce", help="every stage of a study in order, timed; compare with the committed tables")
+    rp = sub.add_parser("reproduce", parents=[snap],
+                        help="every stage of a study in order, timed; compare with the committed tables")
     rp.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
     rp.add_argument("--publish", action="store_true",
                     help="write records, tables and suite manifests into records/<study>/ instead of comparing")
     rp.add_argument("--variant", default="", choices=["", "cpu", "cuda"],
                     help="image variant (default or empty: cuda when the Docker Engine has a GPU, else cpu)")
     rp.add_argument("--no-install", action="store_true", help="never install system packages; stop instead")
+    rp.add_argument("--bundle", default="", metavar="PATH",
+                    help="reproduce from an archival bundle (make bundle): no network at all; empty: build as usual")
+    pr = sub.add_parser("pristine", help="run a command (make reproduce) in a fresh clone inside a pristine Debian 12 "
+                                         "container (python3, pip, venv, make, git) with this engine's socket")
+    pr.add_argument("--offline", action="store_true", help="no network; apt and pip pointed at a closed port")
+    pr.add_argument("--mount", action="append", default=[], metavar="PATH[:rw]",
+                    help="a host path mounted at the same path (read-only unless :rw)")
+    pr.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    pr.add_argument("--keep", action="store_true", help="keep the clone")
+    pr.add_argument("--timeout", type=float, default=3600)
+    pr.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    bu = sub.add_parser("bundle", help="write the archival bundle of a study: images, data, records, locks, wheels")
+    bu.add_argument("--study", type=Path, required=True)
+    bu.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    bu.add_argument("--out", type=Path, default=None, help="folder for the bundle (default bundles/)")
     _add_plan_commands(sub)
     args = ap.parse_args(argv)
     if args.cmd == "shard":  # the node step needs the run folder only, not a checkout
         return _shard(args)
     repo = args.repo.resolve() if args.repo else find_repo()
+    snapshot = dict(snapshot=args.snapshot or None, snapshot_mirror=args.snapshot_mirror or None) \
+        if hasattr(args, "snapshot") else {}
 
+    from .aptpins import AptPinError
     from .base import BaseImageError
+    from .bundle import BundleError
     from .container import ContainerFailed
     from .engine import EngineError
     from .images import ImageBuildError
@@ -138,24 +185,46 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.cmd == "data":
             from .reproduce import data
 
-            return data(repo, args.study, variant=args.variant)
+            return data(repo, args.study, variant=args.variant, **snapshot)
         if args.cmd == "reproduce":
             from .reproduce import reproduce
 
             return reproduce(repo, args.study, publish=args.publish, variant=args.variant,
-                             install=not args.no_install)
+                             install=not args.no_install, bundle=Path(args.bundle) if args.bundle else None,
+                             **snapshot)
+        if args.cmd == "pristine":
+            from .engine import ensure_engine
+            from .pristine import run_pristine
+
+            argv = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not argv:
+                ap.error("pristine: give the command after --")
+            return run_pristine(ensure_engine(), repo, argv, offline=args.offline, mounts=tuple(args.mount),
+                                env=dict(e.split("=", 1) for e in args.env), keep=args.keep, timeout_s=args.timeout)
+        if args.cmd == "bundle":
+            from .bundle import make_bundle
+
+            make_bundle(repo, args.study, variant=args.variant, out_dir=args.out)
+            return 0
+        if args.cmd == "check-pins":
+            from .images import check_pins
+
+            return check_pins(repo, args.images, **snapshot)
         if args.cmd == "engine":
             from .engine import ensure_engine
 
             v = ensure_engine().version()
             print(f"Docker Engine {v.get('Version')} (API {v.get('ApiVersion')})")
         elif args.cmd == "base":
-            from .base import build_base, ensure_base
+            from .base import ensure_base
             from .engine import ensure_engine
 
             lock = args.lock or repo / "images/base/base.lock.json"
-            c = ensure_engine()
-            (build_base(c, lock) if args.force else ensure_base(c, lock))
+            ensure_base(ensure_engine(), lock, force=args.force, record=args.record, **snapshot)
+        elif args.cmd == "lock-host":
+            from .locks import compile_host_lock
+
+            print(f"[lock] {compile_host_lock(repo / 'runner/requirements.in', repo / 'runner/requirements.lock')}")
         elif args.cmd == "lock":
             from .locks import compile_lock
 
@@ -171,15 +240,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         elif args.cmd == "build":
             from .base import ensure_base
             from .engine import ensure_engine
-            from .images import build_image
+            from .images import ensure_image, record_debian
 
             c = ensure_engine()
-            ensure_base(c, repo / "images/base/base.lock.json")
+            ensure_base(c, repo / "images/base/base.lock.json", record=args.record, **snapshot)
             for name in _images(repo, args.images):
                 if args.variant == "vllm" and not _image_variants(repo / "images" / name, "vllm"):
                     continue  # only the family images that have a serving variant
-                built = build_image(c, repo, name, variant=args.variant, wheelhouse=args.wheelhouse, force=args.force)
-                print(f"[build] {built.tag} {built.id} built={built.built} seconds={built.seconds}")
+                built = ensure_image(c, repo, name, variant=args.variant, wheelhouse=args.wheelhouse, force=args.force,
+                                     **snapshot)
+                print(f"[build] {built.tag} {built.id} built={built.built} seconds={built.seconds} "
+                      f"debian_drift={len(built.drift)}")
+                if args.record:
+                    record_debian(repo, built)
         elif args.cmd == "run":
             from .study import run_study
 
@@ -193,7 +266,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 for bench, n in per.items():
                     print(f"{model}\t{bench}\t{n} records")
     except (EngineError, BaseImageError, LockError, ImageBuildError, ContainerFailed, StudyError, PrereqError,
-            ReproduceError) as e:
+            ReproduceError, AptPinError, BundleError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1
     return 0

@@ -264,11 +264,13 @@ def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publi
 
 
 def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optional[Path] = None,
+         snapshot: Optional[str] = None, snapshot_mirror: Optional[str] = None,
          log: Callable[[str], None] = print) -> int:
     """``make data``: build the suites image if needed, render the study's generated suites into
-    ``data/<study>/`` and check them against the committed manifests. Returns 0 when all match.
-    ``base_lock``: the base image lock to build on (default ``images/base/base.lock.json``; its base is
-    reused when the engine has it, else built and the lock rewritten)."""
+    ``data/<study>/`` and compare them with the committed manifests. Returns :data:`EXIT_OK` when
+    every suite's content matches (environment drift is printed), :data:`EXIT_CONTENT_DRIFT` otherwise.
+    ``base_lock``: the base image lock to build on (default ``images/base/base.lock.json``; the base
+    built for it is reused when the engine has it, else built; the lock is not rewritten)."""
     from . import base as bmod
     from . import images as imod
     from .engine import ensure_engine
@@ -278,9 +280,10 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     repo = Path(repo).resolve()
     study = load_study(study_file)
     client = ensure_engine()
+    snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
     base_lock = Path(base_lock or repo / "images/base/base.lock.json")
-    bmod.ensure_base(client, base_lock, log=log)
-    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, base_lock=base_lock, log=log)
+    bmod.ensure_base(client, base_lock, log=log, **snap)
+    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, base_lock=base_lock, log=log, **snap)
     checks = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
     drift, content = suite_report(checks, repo)
     for line in drift:
@@ -290,9 +293,33 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     return EXIT_CONTENT_DRIFT if content else EXIT_OK
 
 
+def debian_report(base, built: dict) -> list[str]:
+    """Lines naming every Debian package whose installed version differs from the recorded one, for
+    the base (a :class:`pointfail_runner.base.LocalBase`) and each built image
+    (:class:`pointfail_runner.images.BuiltImage`): ``image: package: recorded -> installed``."""
+    from .aptpins import drift_lines
+
+    out = [f"base: {line}" for line in drift_lines(base.drift)] if base is not None else []
+    for name in sorted(built):
+        out += [f"{name}: {line}" for line in drift_lines(built[name].drift)]
+    return out
+
+
 def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: Optional[str] = None,
-              out_root: Optional[Path] = None, install: bool = True, log: Callable[[str], None] = print) -> int:
+              out_root: Optional[Path] = None, install: bool = True, snapshot: Optional[str] = None,
+              snapshot_mirror: Optional[str] = None, bundle: Optional[Path] = None,
+              log: Callable[[str], None] = print) -> int:
     """Run every stage for ``study_file`` and print a table of stage wall times.
+
+    With ``bundle`` (an archive from ``make bundle``, :mod:`pointfail_runner.bundle`), the first stage
+    verifies its checksums, loads its images and restores its data; nothing is built, installed or
+    downloaded afterwards, so it runs with no network at all.
+
+    Debian packages in the base and the images come from the archive as it is now: versions that
+    moved since they were recorded are listed in the summary (drift, not a failure). With
+    ``snapshot`` (and ``snapshot_mirror``) they come from that snapshot archive at their recorded
+    versions. With ``publish``, the versions this run used are recorded (base and ``debian.lock``
+    files) beside the records.
 
     Returns :data:`EXIT_OK` when the regenerated tables and suite contents match the committed ones
     (environment drift is reported, not failed), :data:`EXIT_CONTENT_DRIFT` when a suite's content
@@ -313,6 +340,8 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name
     generated = [b for b in study.benchmarks if b.generator]
+    if publish and bundle:
+        raise ReproduceError("--publish writes records from fresh builds; it does not take a bundle")
     stand_in = study.stand_in is not None
     # Before any work: the judges (out-of-family), the variant, and what is missing.
     from pointfail.judge.lineage import LineageError, judge_plan
@@ -324,6 +353,25 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
     except LineageError as e:
         raise ReproduceError(f"study {study.name}: {e}") from None
     variant = prepare.choose_variant(variant, None, log=log)
+    t_start = time.monotonic()
+    marks: list[tuple[str, float, float]] = []
+
+    def timed(name: str, fn):
+        log(f"[reproduce] == {name}")
+        t0 = time.monotonic()
+        result = fn()
+        marks.append((name, t0, time.monotonic()))
+        return result
+
+    client = None
+    if bundle:
+        from .bundle import open_bundle
+        from .engine import ensure_engine
+
+        client = timed("docker engine", ensure_engine)
+        timed("bundle (checksums, docker load, data)",
+              lambda: open_bundle(client, repo, Path(bundle).resolve(), study.name, log=log))
+    # Data restored from a bundle counts.
     # A rehearsal's stand-in hub provides every benchmark and checkpoint in the fetch stage; otherwise
     # what is missing is listed with the command that provides it (the fetch commands lock revisions).
     missing = [] if stand_in else missing_inputs(study, study.models, [b for b in study.benchmarks if not b.generator],
@@ -345,11 +393,13 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
 
     with prepare.stand_ins(repo, study.model_dump(), log=log) as env:
         return _stages(repo, study, plan, env, committed, work, records, data_root, generated, lock_file, committed_lock,
-                       publish=publish, variant=variant, install=install, log=log)
+                       publish=publish, variant=variant, install=install, log=log, client=client, timed=timed,
+                       marks=marks, t_start=t_start, snapshot=snapshot, snapshot_mirror=snapshot_mirror,
+                       bundle=bundle)
 
 
 def _stages(repo, study, plan, env, committed, work, records, data_root, generated, lock_file, committed_lock, *,
-            publish, variant, install, log) -> int:
+            publish, variant, install, log, client, timed, marks, t_start, snapshot, snapshot_mirror, bundle) -> int:
     """The timed stages of :func:`reproduce` (the stand-ins, if any, are running)."""
     from tabulate import tabulate
 
@@ -359,26 +409,42 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     from .engine import ensure_engine
     from .study import run_study
 
-    t_start = time.monotonic()
-    marks: list[tuple[str, float, float]] = []
+    base_lock = repo / "images/base/base.lock.json"
+    snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
+    if client is None:
+        client = timed("docker engine", ensure_engine)
 
-    def timed(name: str, fn):
-        log(f"[reproduce] == {name}")
-        t0 = time.monotonic()
-        result = fn()
-        marks.append((name, t0, time.monotonic()))
-        return result
+    def prerequisites():
+        # The host needs only the engine (above) and, to build the base, debootstrap; Tesseract,
+        # Chromium and fonts live in the images.
+        if bmod.find_base(client, bmod.read_lock(base_lock), snapshot) is None:
+            prereqs.ensure_packages(prereqs.REPRODUCE_PACKAGES, install=install, log=log)
+        else:
+            log("[prereqs] the base image is in the engine; nothing to install")
 
-    timed("prerequisites", lambda: prereqs.ensure_packages(install=install, log=log))
-    client = timed("docker engine", ensure_engine)
-    timed("base image", lambda: bmod.ensure_base(client, repo / "images/base/base.lock.json", log=log))
+    if not bundle:
+        timed("prerequisites", prerequisites)
+
+    def base_image():
+        if bundle:
+            local = bmod.find_base(client, bmod.read_lock(base_lock), snapshot)
+            if local is None:
+                raise ReproduceError(f"the bundle holds no base for {_shown(base_lock, repo)}")
+            return local
+        return bmod.ensure_base(client, base_lock, record=publish, log=log, **snap)
+
+    base = timed("base image", base_image)
+    if bundle:
+        snap["allow_build"] = False
 
     def build_all():
         names = sorted({m.image for m in study.models if m.kind == "container"}  # served: run_study's own
                        | ({SUITES_IMAGE} if generated else set()))
         built = {}
         for name in names:
-            built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log)
+            built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log, **snap)
+            if publish:
+                imod.record_debian(repo, built[name], log=log)
         return built
 
     built = timed("images", build_all)
@@ -404,8 +470,8 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
         for m in study.models:
             (records / m.name).mkdir(parents=True, exist_ok=True)
         run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
-                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client, log=log,
-                  lock_file=lock_file)
+                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client,
+                  build_options=snap, log=log, lock_file=lock_file)
 
     timed("runs (one model container at a time)", runs)
 
@@ -436,14 +502,18 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
     rows.append(("total", f"{time.monotonic() - t_start:.1f}"))
     log(tabulate(rows, headers=["stage", "seconds"], tablefmt="github"))
-    return summarize(study.name, checks, table_diffs, repo, publish=publish, log=log)
+    return summarize(study.name, checks, table_diffs, repo, publish=publish, debian=debian_report(base, built),
+                     log=log)
 
 
 def summarize(study_name: str, checks: list[SuiteCheck], table_diffs: list[str], repo: Path, *,
-              publish: bool = False, log: Callable[[str], None] = print) -> int:
-    """Print the end of the reproduce summary (environment drift, content drift, table diffs, the
-    verdict) and return the exit code: :data:`EXIT_OK`, :data:`EXIT_CONTENT_DRIFT` or
-    :data:`EXIT_TABLES_DIFFER`."""
+              publish: bool = False, debian: Optional[list[str]] = None, log: Callable[[str], None] = print) -> int:
+    """Print the end of the reproduce summary (Debian drift, environment drift, content drift, table
+    diffs, the verdict) and return the exit code: :data:`EXIT_OK`, :data:`EXIT_CONTENT_DRIFT` or
+    :data:`EXIT_TABLES_DIFFER`. ``debian`` holds :func:`debian_report` lines."""
+    if debian:
+        log("[reproduce] Debian drift (package: recorded version -> installed version; the archive keeps only "
+            "the newest):\n  " + "\n  ".join(debian))
     drift, content = suite_report(checks, repo)
     if drift:
         log("[reproduce] environment drift (versions differ, content identical):\n  " + "\n  ".join(drift))
@@ -460,5 +530,5 @@ def summarize(study_name: str, checks: list[SuiteCheck], table_diffs: list[str],
             "byte, so the drift changed no number")
         return EXIT_CONTENT_DRIFT
     log(f"[reproduce] OK: study {study_name} reproduced" + (" and published" if publish else "")
-        + (" (with environment drift, listed above)" if drift else ""))
+        + (" (with environment drift, listed above)" if drift or debian else ""))
     return EXIT_OK

@@ -1,0 +1,115 @@
+"""The Makefile's project venv (runner/src/pointfail_runner/bootstrap.py): stamps keyed on content, only
+what is missing installed, the bundle's wheels read without reading the whole archive.
+
+The whole path (a pristine Debian python3 with PEP 668, a Python with setuptools 65.5 and no wheel)
+is exercised by .ci/run's pristine-container check; here the logic is tested in isolation.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pointfail_runner import bootstrap
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _repo(tmp: Path) -> Path:
+    for rel, text in (("runner/requirements.lock", "a==1 --hash=sha256:" + "0" * 64 + "\n"),
+                      ("pyproject.toml", "[project]\nname='x'\n"), ("runner/pyproject.toml", "[project]\n"),
+                      ("requirements-dev.txt", "pytest==9\n")):
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text)
+    return tmp
+
+
+def test_stamp_digest_moves_with_each_input(tmp_path):
+    repo = _repo(tmp_path)
+    d = bootstrap.stamp_digest(repo, "runtime", "3.11.2")
+    assert d == bootstrap.stamp_digest(repo, "runtime", "3.11.2")
+    assert d != bootstrap.stamp_digest(repo, "runtime", "3.12.1")
+    assert d != bootstrap.stamp_digest(repo, "dev", "3.11.2")
+    # requirements-dev.txt keys the dev set only
+    (repo / "requirements-dev.txt").write_text("pytest==10\n")
+    assert bootstrap.stamp_digest(repo, "runtime", "3.11.2") == d
+    (repo / "runner/requirements.lock").write_text("a==2 --hash=sha256:" + "1" * 64 + "\n")
+    assert bootstrap.stamp_digest(repo, "runtime", "3.11.2") != d
+
+
+@pytest.mark.slow
+def test_ensure_installs_only_what_is_missing(tmp_path, monkeypatch):
+    repo = _repo(tmp_path / "repo")
+    calls: list[list[str]] = []
+    monkeypatch.setattr(bootstrap, "_pip", lambda py, args, what: calls.append(args))
+    venv = tmp_path / "venv"
+    py = bootstrap.ensure(repo, venv, "runtime")  # a real venv (python -m venv), pip calls recorded
+    assert py == venv / "bin/python" and py.exists()
+    assert [c[0:2] for c in calls] == [["install", "--quiet"], ["install", "--quiet"]]
+    assert "--require-hashes" in calls[0] and str(repo / "runner/requirements.lock") in calls[0]
+    assert calls[1][-4:] == ["-e", str(repo.resolve()), "-e", str(repo.resolve() / "runner")]
+    assert "--no-build-isolation" in calls[1] and "--no-index" in calls[1]
+    calls.clear()
+    bootstrap.ensure(repo, venv, "runtime")
+    assert calls == []  # stamped: nothing to do
+    bootstrap.ensure(repo, venv, "dev")
+    assert [c[2:] for c in calls] == [list(bootstrap.TORCH), ["-r", str(repo.resolve() / "requirements-dev.txt")]]
+    calls.clear()
+    (repo / "pyproject.toml").write_text("[project]\nname='y'\n")
+    bootstrap.ensure(repo, venv, "dev")
+    assert len(calls) == 4  # the runtime set and the dev set both depend on pyproject.toml
+
+
+@pytest.mark.slow
+def test_a_broken_venv_is_made_again(tmp_path, monkeypatch):
+    repo = _repo(tmp_path / "repo")
+    monkeypatch.setattr(bootstrap, "_pip", lambda py, args, what: None)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin/python").write_text("not an interpreter")
+    py = bootstrap.ensure(repo, venv, "runtime")
+    out = subprocess.run([str(py), "-c", "import sys; print(sys.prefix != sys.base_prefix)"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "True"
+
+
+def _tar(path: Path, entries: list[tuple[str, bytes | None]]) -> Path:
+    with tarfile.open(path, "w") as tar:
+        for name, data in entries:
+            ti = tarfile.TarInfo(name)
+            if data is None:
+                ti.type = tarfile.DIRTYPE
+                tar.addfile(ti)
+            else:
+                ti.size = len(data)
+                tar.addfile(ti, io.BytesIO(data))
+    return path
+
+
+def test_extract_bundle_wheels_takes_only_wheel_files_and_stops_after_them(tmp_path):
+    b = _tar(tmp_path / "b.tar", [("pointfail-default", None), ("pointfail-default/host-wheels", None),
+                                  ("pointfail-default/host-wheels/a-1-py3-none-any.whl", b"A"),
+                                  ("pointfail-default/host-wheels/notes.txt", b"x"),
+                                  ("pointfail-default/index.json", b"{}"),
+                                  ("pointfail-default/host-wheels/late-1-py3-none-any.whl", b"L")])
+    out = bootstrap.extract_bundle_wheels(b, tmp_path / "w")
+    assert sorted(p.name for p in out.iterdir()) == ["a-1-py3-none-any.whl"]
+    assert (out / "a-1-py3-none-any.whl").read_bytes() == b"A"
+    with pytest.raises(bootstrap.BootstrapError, match="no host-wheels/ wheels"):
+        bootstrap.extract_bundle_wheels(_tar(tmp_path / "e.tar", [("x/index.json", b"{}")]), tmp_path / "w2")
+    (tmp_path / "junk.tar").write_bytes(b"not a tar")
+    with pytest.raises(bootstrap.BootstrapError, match="not a readable bundle"):
+        bootstrap.extract_bundle_wheels(tmp_path / "junk.tar", tmp_path / "w3")
+
+
+def test_script_runs_with_the_standard_library_only():
+    # The Makefile runs it with the machine's python3 before anything is installed.
+    script = str(REPO / "runner/src/pointfail_runner/bootstrap.py")
+    code = f"import runpy, sys; sys.argv = ['bootstrap.py', '--help']; runpy.run_path({script!r}, run_name='__main__')"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and "runtime" in out.stdout, out.stderr
