@@ -149,6 +149,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="a host path mounted at the same path (read-only unless :rw)")
     pr.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
     pr.add_argument("--keep", action="store_true", help="keep the clone")
+    pr.add_argument("--engine-socket", default="/var/run/docker.sock",
+                    help="the engine socket given to the container (default this machine's)")
     pr.add_argument("--timeout", type=float, default=3600)
     pr.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     bu = sub.add_parser("bundle", help="write the archival bundle of a study: images, data, records, locks, wheels")
@@ -200,7 +202,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             if not argv:
                 ap.error("pristine: give the command after --")
             return run_pristine(ensure_engine(), repo, argv, offline=args.offline, mounts=tuple(args.mount),
-                                env=dict(e.split("=", 1) for e in args.env), keep=args.keep, timeout_s=args.timeout)
+                                env=dict(e.split("=", 1) for e in args.env), keep=args.keep, timeout_s=args.timeout,
+                                engine_socket=args.engine_socket)
         if args.cmd == "bundle":
             from .bundle import make_bundle
 

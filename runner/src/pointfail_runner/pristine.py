@@ -78,7 +78,7 @@ def fresh_clone(repo: Path, parent: Path) -> Path:
 
 def run_pristine(client, repo: Path, argv: list[str], *, offline: bool = False, mounts: tuple[str, ...] = (),
                  env: Optional[dict] = None, keep: bool = False, timeout_s: float = 3600,
-                 log: Callable[[str], None] = print) -> int:
+                 engine_socket: str = SOCKET, log: Callable[[str], None] = print) -> int:
     """Run ``argv`` (e.g. ``["make", "reproduce"]``) in a fresh clone of ``repo`` inside the pristine
     machine and return its exit code. Output is streamed to ``log`` as it comes.
 
@@ -89,6 +89,9 @@ def run_pristine(client, repo: Path, argv: list[str], *, offline: bool = False, 
         env: extra environment variables; ``TMPDIR`` points into the shared folder so the bind mounts
             of test containers name host paths.
         keep: leave the clone on the host (its path is logged) instead of removing it.
+        engine_socket: the host socket mounted as the container's ``/var/run/docker.sock``: this
+            engine's by default, or another engine's (an empty one shows that nothing came from the
+            host's image store).
     """
     repo = Path(repo).resolve()
     image = pristine_image(client, repo, log=log)
@@ -97,7 +100,7 @@ def run_pristine(client, repo: Path, argv: list[str], *, offline: bool = False, 
     clone = fresh_clone(repo, parent)
     (parent / "tmp").mkdir(mode=0o1777)
     shared = (repo / ".." / "shared").resolve()
-    volumes = {str(parent): {"bind": str(parent), "mode": "rw"}, SOCKET: {"bind": SOCKET, "mode": "rw"}}
+    volumes = {str(parent): {"bind": str(parent), "mode": "rw"}, str(engine_socket): {"bind": SOCKET, "mode": "rw"}}
     if shared.is_dir():
         volumes[str(shared)] = {"bind": str(shared), "mode": "ro"}
     for m in mounts:
