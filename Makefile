@@ -10,6 +10,7 @@
 #   make bundle [STUDY=default]      one archive with the study's images, data, records, locks (no network to use)
 #   make data [STUDY=default]        the study's generated suites, rendered in the pinned suites image
 #   make report [STUDY=default]      figures (HTML + PNG) from committed records
+#   make ci-pristine                 `make reproduce` in a fresh clone inside a pristine Debian 12 container
 #
 # Everything runs in the project venv $(VENV), made from $(PYTHON) on first use: Debian's python3
 # refuses system-wide pip installs (PEP 668), and the machine's own Python is never changed. A target
@@ -36,7 +37,7 @@ RECORD   ?=
 export SNAPSHOT_MIRROR
 
 .PHONY: install install-dev help engine base lock wheels images smoke test test-fast reproduce publish verify \
-        data report prereqs check-pins bundle
+        data report prereqs check-pins bundle ci-pristine
 
 help:
 	@$(PYTHON) -c "print('targets: reproduce verify test smoke images base wheels check-pins bundle data report (STUDY=default, VARIANT=cpu|cuda, BUNDLE=path, SNAPSHOT=ts)')"
@@ -108,6 +109,13 @@ test: install-dev
 	$(RUNNER) prereqs
 	$(RUNNER) engine
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The README's main command as a newcomer's machine runs it: a fresh clone of this checkout's HEAD inside
+# a container made from the project's Debian base with only python3, pip, venv, make and git (Debian's
+# python3: PEP 668 in force), the clone at the same path as here and this machine's engine reachable;
+# exit 0 when it ends with `[reproduce] OK`. Separate from .ci/run (adds a whole reproduce; artifact.md).
+ci-pristine: install
+	$(RUNNER) pristine -- make reproduce
 
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not docker and not slow"

@@ -2,7 +2,7 @@
 what is missing installed, the bundle's wheels read without reading the whole archive.
 
 The whole path (a pristine Debian python3 with PEP 668, a Python with setuptools 65.5 and no wheel)
-is exercised by .ci/run's pristine-container check; here the logic is tested in isolation.
+is exercised by `make ci-pristine` (a pristine Debian 12 container); here the logic is tested in isolation.
 """
 
 from __future__ import annotations

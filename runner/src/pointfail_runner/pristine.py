@@ -1,5 +1,5 @@
 """A newcomer's machine in a container: the README's commands run from a fresh clone inside a pristine
-Debian 12 (``pointfail-runner pristine -- make reproduce``; ``.ci/run`` runs it).
+Debian 12 (``pointfail-runner pristine -- make reproduce``; ``make ci-pristine`` runs it).
 
 The machine (:func:`pristine_image`) is the project's own Debian base (:mod:`pointfail_runner.base`)
 plus exactly what the README asks a newcomer to have: Debian's ``python3`` (PEP 668 in force),
