@@ -19,27 +19,14 @@ STANDIN = REPO / "tests" / "fixtures" / "serve_standin"
 
 def base_lock(client, folder: Path) -> Path:
     """A copy of a base lock in ``folder`` whose base is in the engine. The lock copied is
-    ``$POINTFAIL_BASE_LOCK`` when set (a lock of a base already built on this machine, so images built
-    on it are reused), else the committed one. Its base is used when present, else the engine's
-    ``pointfail/base:bookworm`` (the last base built on this machine: ``docker import`` stamps a new image
-    id on every build, so a rebuilt base never has the committed id), else one is built now from Debian
-    packages. The committed lock is left alone."""
-    import json
+    ``$POINTFAIL_BASE_LOCK`` when set, else the committed one. Bases are tagged by a key over the lock's
+    recipe and recorded versions (not its image id), so the base built for the lock on this machine is
+    reused when the engine has it, else one is built now from Debian packages (whatever versions the
+    archive has now: drift, not an error). The committed lock is left alone."""
     import os
-
-    from docker.errors import ImageNotFound
-
-    from pointfail_runner.base import REPOSITORY, SUITE, base_present, read_lock
 
     lock = Path(folder) / "base.lock.json"
     shutil.copy(os.environ.get("POINTFAIL_BASE_LOCK") or REPO / "images/base/base.lock.json", lock)
-    if not base_present(client, read_lock(lock)):
-        try:
-            current = client.images.get(f"{REPOSITORY}:{SUITE}")
-        except ImageNotFound:
-            current = None
-        if current is not None:
-            lock.write_text(json.dumps({**json.loads(lock.read_text()), "image_id": current.id}, indent=2))
     ensure_base(client, lock)
     return lock
 
