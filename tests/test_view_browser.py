@@ -109,7 +109,7 @@ def test_segment_click_lists_exactly_those_samples(study_site: dict[str, Any], p
     page.goto((site / "index.html").as_uri())
     page.screenshot(path=str(ARTIFACTS / "study.png"), full_page=True)
     expected = table_count(study, "center", "sheets", "wrong_instance")
-    assert expected == 88
+    assert expected == 81
     seg = page.locator('a.seg[data-model="center"][data-benchmark="sheets"][data-segment="wrong_instance"]')
     assert seg.get_attribute("data-count") == str(expected)
     seg.click()
@@ -182,7 +182,7 @@ def test_filter_state_survives_a_reload(study_site: dict[str, Any], page: Any) -
     page.select_option("#f-sort", "distance-desc")
     wait_list(page)
     n = table_count(study, "ocr", "web", "wrong_instance")
-    assert page.get_attribute("#match-count", "data-count") == str(n) == "5"
+    assert page.get_attribute("#match-count", "data-count") == str(n) == "4"
     before = page.eval_on_selector_all("#samples tbody tr", "rs => rs.map(r => r.dataset.key)")
     dists = page.eval_on_selector_all("#samples tbody tr td:nth-child(7)", "ts => ts.map(t => parseFloat(t.textContent))")
     assert dists == sorted(dists, reverse=True)
@@ -194,20 +194,20 @@ def test_filter_state_survives_a_reload(study_site: dict[str, Any], page: Any) -
     assert page.eval_on_selector("#f-model", "s => s.value") == "ocr"
     assert page.eval_on_selector("#f-sort", "s => s.value") == "distance-desc"
     assert page.eval_on_selector_all("#samples tbody tr", "rs => rs.map(r => r.dataset.key)") == before
-    # counts beside the other filters' options follow the filter: 5 wrong_instance among ocr/web misses
-    assert page.eval_on_selector("#f-mode option[value=wrong_instance]", "o => o.textContent") == "wrong_instance (5)"
-    # the sample page keeps the filter too: previous/next walk the 5 samples, and survive a reload
+    # counts beside the other filters' options follow the filter: 4 wrong_instance among ocr/web misses
+    assert page.eval_on_selector("#f-mode option[value=wrong_instance]", "o => o.textContent") == "wrong_instance (4)"
+    # the sample page keeps the filter too: previous/next walk the 4 samples, and survive a reload
     page.locator("#samples tbody tr:first-child").click()
     page.wait_for_selector('#app[data-ready*="web"]')
-    assert page.inner_text("#position") == "1 of 5 in this filter"
+    assert page.inner_text("#position") == "1 of 4 in this filter"
     page.click("#next")
     page.wait_for_selector(f'#app[data-ready="{before[1]}"]')
     page.reload()
     page.wait_for_selector(f'#app[data-ready="{before[1]}"]')
-    assert page.inner_text("#position") == "2 of 5 in this filter"
+    assert page.inner_text("#position") == "2 of 4 in this filter"
     page.click("#back")
     wait_list(page)
-    assert page.get_attribute("#match-count", "data-count") == "5"
+    assert page.get_attribute("#match-count", "data-count") == "4"
     assert page.evaluate("document.activeElement.dataset.key") == before[1]  # focus returns to the row
 
 

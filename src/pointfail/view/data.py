@@ -53,7 +53,11 @@ def segment(rec: Record) -> str:
     """The failure-profile segment of a record (module docstring): its outcome unless it is a miss,
     else where the failure-composition table counts the miss
     (:func:`pointfail.aggregate.counting.miss_segment`: a failure mode, ``malformed_box`` for a point
-    answer to a box task, or the judge's status)."""
+    answer to a box task, or the judge's status). A record whose referent is absent is in no bar (the
+    tables count it apart, in ``absent``): its segment is ``absent``, never a failure mode, so the
+    browser's failure-mode filter lists exactly what the failure-composition table counts."""
+    if rec.target.kind == "absent":
+        return "absent"
     if rec.outcome != "miss":  # hit, no_prediction, error (or an outcome a newer pointfail writes)
         return rec.outcome
     from pointfail.aggregate.counting import miss_segment
