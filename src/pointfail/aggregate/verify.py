@@ -44,7 +44,9 @@ class VerifyResult:
     missing or unexpected table, a SHA256SUMS line that does not match its committed file, or a
     problem a check of :data:`CHECKS` found); ``diffs`` (name → unified diff of committed vs
     regenerated); ``headline`` (regenerated headline.md text); ``errors``: records that ended in an
-    infrastructure error (a study with any is incomplete, whether or not its tables match)."""
+    infrastructure error (a study with any is incomplete, whether or not its tables match);
+    ``not_checked``: tables that could not be re-derived here and why (:data:`DATA_TABLES` when the
+    mask files the records name are absent)."""
 
     study: str
     ok: bool
@@ -53,6 +55,7 @@ class VerifyResult:
     headline: str
     checks: list[str] = field(default_factory=list)
     errors: int = 0
+    not_checked: list[str] = field(default_factory=list)
 
     @property
     def incomplete(self) -> bool:
@@ -69,8 +72,38 @@ def _load_check(name: str) -> Callable[[Path], Any]:
     return getattr(importlib.import_module(mod), attr)
 
 
-def compare_tables(fresh: dict[str, bytes], committed_dir: Path, study_dir: Path) -> tuple[list[str], dict[str, str]]:
+#: Tables re-derived from benchmark files beside the records (the frame-compliance diagnostic rebuilds
+#: mask targets from their mask files); they cannot be checked where those files are absent.
+DATA_TABLES = ("frame_compliance.md", "frame_compliance.csv")
+
+
+class _MaskFiles:
+    """Record observer: mask files a study's records name that are not on this machine (paths as the
+    records give them, resolved against the working directory as the compliance diagnostic does)."""
+
+    def __init__(self) -> None:
+        self.missing: set[str] = set()
+
+    def observe(self, rec, path, i) -> None:  # noqa: ARG002 - the observer interface
+        mp = getattr(rec.target, "mask_path", None)
+        if rec.target.kind == "mask" and mp and not Path(mp).is_file():
+            self.missing.add(mp)
+
+    def problems(self) -> list[str]:
+        return []
+
+
+def _without(data: bytes, names: Sequence[str]) -> bytes:
+    """``SHA256SUMS`` bytes without the lines of ``names``."""
+    return b"".join(x for x in data.splitlines(keepends=True)
+                    if not any(x.rstrip(b"\r\n").endswith(b"  " + n.encode()) for n in names))
+
+
+def compare_tables(fresh: dict[str, bytes], committed_dir: Path, study_dir: Path,
+                   skip: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
     """Compare regenerated table bytes with a committed tables folder and its ``SHA256SUMS``.
+    Files named in ``skip`` are not compared (nor their lines of the two ``SHA256SUMS``); the
+    committed ``SHA256SUMS`` is still checked against every committed file.
 
     Returns:
         ``(problems, diffs)`` as in :class:`VerifyResult`.
@@ -97,6 +130,9 @@ def compare_tables(fresh: dict[str, bytes], committed_dir: Path, study_dir: Path
                 problems.append(f"{committed_dir / name}: listed in SHA256SUMS but missing")
             elif sha256(committed[name]).hexdigest() != h:
                 problems.append(f"{committed_dir / name}: does not match its line in the committed SHA256SUMS")
+    if skip:
+        fresh = {k: (_without(v, skip) if k == "SHA256SUMS" else v) for k, v in fresh.items() if k not in skip}
+        committed = {k: (_without(v, skip) if k == "SHA256SUMS" else v) for k, v in committed.items() if k not in skip}
     for name in sorted(set(fresh) | set(committed)):
         if name not in committed:
             problems.append(f"{committed_dir / name}: missing (regeneration produces it)")
@@ -125,12 +161,19 @@ def verify(study_dir: str | Path, *, checks: Sequence[str] | None = None) -> Ver
     d = Path(study_dir)
     names = CHECKS if checks is None else tuple(checks)
     active: list[Check] = [_load_check(n)(d) for n in names]
-    study = load_study(d, observers=active)
+    masks = _MaskFiles()
+    study = load_study(d, observers=[*active, masks])
     with tempfile.TemporaryDirectory(prefix="pointfail-verify-") as tmp:
         write_tables(build_tables(study), tmp)
         fresh = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir())}
-    problems, diffs = compare_tables(fresh, d / TABLES_DIR, d)
+    skip = DATA_TABLES if masks.missing else ()
+    problems, diffs = compare_tables(fresh, d / TABLES_DIR, d, skip=skip)
+    not_checked = []
+    if skip:
+        not_checked.append(f"{', '.join(skip)}: {len(masks.missing)} mask file(s) the records name are not on this "
+                           f"machine (e.g. {sorted(masks.missing)[0]}); bring the study's data to check them")
     for c in active:
         problems.extend(c.problems())
     return VerifyResult(study=study.name, ok=not problems, problems=problems, diffs=diffs,
-                        headline=fresh["headline.md"].decode("utf-8"), checks=list(names), errors=study.errors)
+                        headline=fresh["headline.md"].decode("utf-8"), checks=list(names), errors=study.errors,
+                        not_checked=not_checked)

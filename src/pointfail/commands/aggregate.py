@@ -127,8 +127,10 @@ def _verify(args: argparse.Namespace) -> int:
         if res.incomplete:
             print(f"INCOMPLETE {s}: {res.errors} sample(s) ended in an infrastructure error (counted as non-hits; "
                   "rerun them for final numbers)")
+        for line in res.not_checked:
+            print(f"NOT CHECKED {s}: {line}")
         if res.ok:
-            print(f"OK {s}: every table matches its committed bytes and SHA256SUMS\n")
+            print(f"OK {s}: every {'other ' if res.not_checked else ''}table matches its committed bytes and SHA256SUMS\n")
             print(res.headline)
         else:
             rc = 1
