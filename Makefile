@@ -108,7 +108,7 @@ smoke: install
 test: install-dev
 	$(RUNNER) prereqs
 	$(RUNNER) engine
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --tb=short
 
 # The README's main command as a newcomer's machine runs it: a fresh clone of this checkout's HEAD inside
 # a container made from the project's Debian base with only python3, pip, venv, make and git (Debian's
