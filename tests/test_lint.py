@@ -1,8 +1,9 @@
 """Static checks: ruff over the library, the runner, the benchmarks and the tests (rules in
-pyproject.toml, ``[tool.ruff]``), and no module reaching for another module's private names.
+pyproject.toml, ``[tool.ruff]``), mypy over the library and the runner (``[tool.mypy]``), and no
+module reaching for another module's private names.
 
-ruff is pinned in requirements-dev.txt; where it is not installed this test is skipped and says so
-(CI installs it, so it runs there)."""
+ruff and mypy are pinned in requirements-dev.txt; where one is not installed its test is skipped and
+says so (CI installs them, so they run there)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ def test_ruff_is_clean():
     pytest.importorskip("ruff", reason="ruff (requirements-dev.txt) is not installed")
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
                            *LINTED], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_is_clean(tmp_path):
+    pytest.importorskip("mypy", reason="mypy (requirements-dev.txt) is not installed")
+    # files and settings come from pyproject.toml; a fresh cache, so the result never depends on an
+    # earlier run (a cold run of the whole tree takes about 15-30 s here)
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -24,7 +24,7 @@ def command_index() -> dict[str, tuple[str, str]]:
     order). Importing a command module is cheap: it imports its heavy dependencies only when run."""
     import pointfail.commands as pkg
 
-    names = set()
+    names: set[str] = set()
     for folder in pkg.__path__:  # os.scandir, not pkgutil: pkgutil imports inspect (tens of ms)
         with os.scandir(folder) as it:
             names.update(e.name[:-3] for e in it if e.name.endswith(".py") and not e.name.startswith("_"))

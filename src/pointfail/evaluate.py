@@ -40,10 +40,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pointfail.limits import MAX_RESPONSE_RAW_TEXT_CHARS
 from pointfail.replies import Reply, ReplyProblem
+
+if TYPE_CHECKING:
+    from pointfail.records import Outcome
 
 __all__ = [
     "COORDINATE_FRAMES",
@@ -130,7 +133,7 @@ class EvaluationResult:
     kept: int
     replies: dict[str, int]
     problems: list[ReplyProblem]
-    outcomes: dict[str, int]
+    outcomes: dict[Outcome, int]
     judge: Optional[str]
     judge_report: Optional[dict[str, Any]]
     judge_note: Optional[str]

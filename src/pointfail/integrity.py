@@ -192,7 +192,7 @@ def rederive(record: Record, roots: list[Path]) -> tuple[list[str], bool]:
         return [*problems, f"family: {e}"], False
     stored = record.model_dump(mode="json")
     again = derived.model_dump(mode="json")
-    fields = ("parse", "outcome", "error", "geometry", "official") if scored else ("parse",)
+    fields: tuple[str, ...] = ("parse", "outcome", "error", "geometry", "official") if scored else ("parse",)
     if not scored and record.response.error:
         fields = ("parse", "outcome", "error")
     for f in fields:

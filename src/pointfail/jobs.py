@@ -459,7 +459,8 @@ class ResponseWriter:
         if isinstance(response, dict):
             from pointfail.records import canonical_json
 
-            sid = response.get("sample_id") if isinstance(response.get("sample_id"), str) else "?"
+            given = response.get("sample_id")
+            sid = given if isinstance(given, str) else "?"
             try:  # validated exactly as the reader will read it back: as JSON
                 response = JobResponse.model_validate_json(canonical_json(response).encode("utf-8", "strict"))
             except ValidationError as e:

@@ -36,7 +36,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 """Integer version of the record schema; bumped on any incompatible change."""
 
 Outcome = Literal["hit", "miss", "no_prediction", "error"]
@@ -47,7 +47,7 @@ OUTCOMES: tuple[str, ...] = ("hit", "miss", "no_prediction")
 """The three scored outcomes, in table order (the study's "Task and outcomes")."""
 
 FailureMode = Literal["off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"]
-FAILURE_MODES: tuple[str, ...] = ("off_by_pixels", "wrong_instance", "wrong_category", "hallucinated")
+FAILURE_MODES: tuple[FailureMode, ...] = ("off_by_pixels", "wrong_instance", "wrong_category", "hallucinated")
 """The four failure modes, least to most severe (pointfail-study.txt, "Why the kind of failure
 matters")."""
 
@@ -458,7 +458,7 @@ def records_files(study_dir: str | Path) -> list[Path]:
     d = Path(study_dir)
     if not d.is_dir():
         return []
-    out = []
+    out: list[Path] = []
     for sub in d.iterdir():
         if not sub.is_dir() or sub.name in RECORDS_SKIP_DIRS or sub.name.startswith("."):
             continue

@@ -46,6 +46,7 @@ from pointfail.records import (
     BoxScore,
     Geometry,
     OfficialScore,
+    Outcome,
     ParseResult,
     Prompt,
     Provenance,
@@ -118,7 +119,7 @@ def _box_to_px(box_norm: Sequence[float], size: Sequence[int]) -> list[float]:
 
 def score_parse(
     parse: Optional[ParseResult], region: TargetRegion, task: str, image_size: Sequence[int]
-) -> tuple[str, Geometry]:
+) -> tuple[Outcome, Geometry]:
     """Score one parsed answer against its target.
 
     Args:
@@ -490,7 +491,7 @@ def score_prediction(
         raise ValueError("the image size is needed: give image_path or image_size")
     region = TargetRegion.from_target(tgt, size, allow_rescale=allow_rescale)
     fam = _resolve_family(family)
-    mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
+    mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
     parse = fam.parse(raw_text, size, mis, task=task)
     outcome, geometry = score_parse(parse, region, task, size)
     if outcome != "hit" and region.mask_empty:  # a hit proves the mask is not empty
@@ -646,7 +647,7 @@ def frame_compliance(
     size = (int(image_size[0]), int(image_size[1]))
     if size != region.image_size:
         raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
-    mis = tuple(int(v) for v in model_input_size) if model_input_size is not None else None
+    mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
     declared: Frame = fam.frame
     identity = copy.copy(fam)
     identity.frame = Frame("raw_numbers", "unit", 1.0, declared.order, "the numbers as written")

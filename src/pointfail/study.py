@@ -477,6 +477,14 @@ class Study(_Spec):
         return self.study.name
 
     @property
+    def file(self) -> Path:
+        """The study file this study was loaded from. Raises :class:`StudyError` for a study parsed
+        from text without a path (:func:`parse_study`), which has no file to name."""
+        if self.path is None:
+            raise StudyError(f"study {self.name} was not loaded from a file")
+        return self.path
+
+    @property
     def dir(self) -> Optional[Path]:
         """The folder of the study file (``records/<study>``), or ``None``."""
         return self.path.parent if self.path is not None else None

@@ -77,11 +77,12 @@ def read_lock(path: str | Path) -> dict[str, Any]:
         if not isinstance(entries, dict):
             problems.append(f"{kind}: not an object")
             continue
-        for name, e in entries.items():
-            if not isinstance(e, dict) or not _SHA.match(str(e.get("revision", ""))) or not isinstance(e.get("files"), dict):
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or not _SHA.match(str(entry.get("revision", ""))) \
+                    or not isinstance(entry.get("files"), dict):
                 problems.append(f"{kind}.{name}: needs repo_id, repo_type, a 40-hex revision and files")
                 continue
-            bad = [f for f, h in e["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
+            bad = [f for f, h in entry["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
                    or f.startswith("/") or ".." in f.split("/")]
             if bad:
                 problems.append(f"{kind}.{name}: bad file entries {bad[:3]}")
@@ -194,7 +195,7 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     from pointfail.extras import require
 
     require("hub", "fetching from a hub")
-    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub import DatasetInfo, HfApi, ModelInfo, SpaceInfo, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError
 
     from pointfail.benchmarks.fetch import verify_files
@@ -203,7 +204,7 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     try:
         info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=rev, files_metadata=True)
         expected: dict[str, tuple[str, str]] = {}
-        for sib in info.siblings or []:
+        for sib in (info.siblings if isinstance(info, (ModelInfo, DatasetInfo, SpaceInfo)) else None) or []:
             if not _wanted(sib.rfilename, allow_patterns):
                 continue
             expected[sib.rfilename] = ("sha256", sib.lfs.sha256) if sib.lfs is not None else ("git-sha1", sib.blob_id or "")

@@ -139,7 +139,7 @@ def read_requests(path: str | Path, default_max_new_tokens: int = DEFAULT_MAX_NE
             sample_id=sid,
             image=obj.get("image") if isinstance(obj.get("image"), str) else None,
             prompt=obj.get("prompt") if isinstance(obj.get("prompt"), str) else None,
-            task=obj.get("task") if obj.get("task") in ("point", "box") else "point",
+            task="box" if obj.get("task") == "box" else "point",
             max_new_tokens=mnt,
             line=line,
             instruction=obj.get("instruction") if isinstance(obj.get("instruction"), str) else None,

@@ -448,5 +448,8 @@ def ensure_base(client, lock_path: Path, *, record: bool = False, force: bool = 
     else:
         local, _ = build_base(client, lock, snapshot=snapshot, snapshot_mirror=snapshot_mirror, log=log, **kw)
     if record or lock is None:
-        local = find_base(client, record_base(client, local, lock_path, log=log), snapshot)
+        recorded = find_base(client, record_base(client, local, lock_path, log=log), snapshot)
+        if recorded is None:
+            raise BaseImageError(f"the base recorded in {lock_path} is not tagged in the engine ({local.id[:19]})")
+        local = recorded
     return local

@@ -140,6 +140,8 @@ def extract_bundle_wheels(bundle: Path, dest: Path) -> Path:
                 if not (m.isfile() and name.endswith(".whl") and "/" not in inside[len(BUNDLE_WHEELS):]):
                     continue
                 src = tar.extractfile(m)
+                if src is None:  # not a regular file after all
+                    continue
                 with open(dest / name, "wb") as f:
                     shutil.copyfileobj(src, f)
                 n += 1

@@ -38,7 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Optional
+from typing import IO, Any, Callable, Optional
 
 INDEX_SCHEMA = "pointfail.bundle/1"
 SUMS = "SHA256SUMS"
@@ -88,6 +88,15 @@ def _add_tree(tar: tarfile.TarFile, src: Path, arcname: str) -> None:
     tar.add(str(src), arcname=arcname, filter=_clean)
 
 
+def _member(tar: tarfile.TarFile, m: tarfile.TarInfo) -> IO[bytes]:
+    """The contents of the regular file ``m`` of ``tar``. Raises :class:`BundleError` when ``m`` has
+    no contents to read (a directory, link or device where a file was expected)."""
+    f = tar.extractfile(m)
+    if f is None:
+        raise BundleError(f"{m.name!r} in a saved image archive is not a regular file")
+    return f
+
+
 def save_images(client, refs: list[str], out: Path, log: Callable[[str], None] = print) -> None:
     """Write ``docker save`` of every image in ``refs`` into one gzip-compressed tar at ``out``,
     storing a layer (or blob) shared by several images once: each image is saved on its own (the
@@ -111,18 +120,18 @@ def save_images(client, refs: list[str], out: Path, log: Callable[[str], None] =
                     if not name or name.startswith("/") or ".." in PurePosixPath(name).parts:
                         continue
                     if name == "manifest.json":
-                        manifests += [e for e in json.load(tar.extractfile(m)) if e not in manifests]
+                        manifests += [e for e in json.load(_member(tar, m)) if e not in manifests]
                     elif name == "repositories":
-                        for repo_name, tags in json.load(tar.extractfile(m)).items():
+                        for repo_name, tags in json.load(_member(tar, m)).items():
                             repositories.setdefault(repo_name, {}).update(tags)
                     elif name == "index.json":
-                        oci += [e for e in json.load(tar.extractfile(m)).get("manifests", []) if e not in oci]
+                        oci += [e for e in json.load(_member(tar, m)).get("manifests", []) if e not in oci]
                     elif m.isdir():
                         (merged / name).mkdir(parents=True, exist_ok=True)
                     elif m.isfile() and not (merged / name).exists():
                         (merged / name).parent.mkdir(parents=True, exist_ok=True)
                         with open(merged / name, "wb") as f:
-                            shutil.copyfileobj(tar.extractfile(m), f)
+                            shutil.copyfileobj(_member(tar, m), f)
                     elif m.issym() and not (merged / name).exists():
                         (merged / name).parent.mkdir(parents=True, exist_ok=True)
                         os.symlink(m.linkname, merged / name)  # legacy format: a layer shared by reference
@@ -172,7 +181,7 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
         log(f"[bundle] rendering the suites in {built[SUITES_IMAGE].tag}")
         make_suites(client, repo, study, built[SUITES_IMAGE].tag, roots.data, log=log)
     for b in generated:  # a bundle holds the data the records were made from, as rendered, untouched since
-        committed = study.dir / "suites" / f"{b.name}.manifest.json"
+        committed = study.file.parent / "suites" / f"{b.name}.manifest.json"
         here = roots.data_dir(b)
         cmp = compare_manifests(json.loads(committed.read_text()), read_manifest(here))
         if not cmp.content_matches or not verify_manifest(here).ok:
@@ -211,8 +220,8 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
         index = {
             "schema": INDEX_SCHEMA,
             "study": study.name,
-            "study_file": str(study.path.resolve().relative_to(repo)) if study.path.resolve().is_relative_to(repo)
-            else study.path.name,
+            "study_file": str(study.file.resolve().relative_to(repo)) if study.file.resolve().is_relative_to(repo)
+            else study.file.name,
             "source_revision": rev + ("-dirty" if dirty else ""),
             "source_sha256": imod.source_sha256(repo),
             "variant": variant,
@@ -264,7 +273,7 @@ def unpack(bundle: Path, dest: Path) -> Path:
         BundleError: unreadable archive, unsafe member, a missing or mismatching file.
     """
     bundle = Path(bundle)
-    extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    extra: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     try:
         with tarfile.open(bundle, "r:") as tar:
             first = tar.next()

@@ -36,7 +36,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 
 def find_repo(start: Optional[Path] = None) -> Path:
@@ -162,7 +162,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.cmd == "shard":  # the node step needs the run folder only, not a checkout
         return _shard(args)
     repo = args.repo.resolve() if args.repo else find_repo()
-    snapshot = dict(snapshot=args.snapshot or None, snapshot_mirror=args.snapshot_mirror or None) \
+    snapshot: dict[str, Any] = dict(snapshot=args.snapshot or None, snapshot_mirror=args.snapshot_mirror or None) \
         if hasattr(args, "snapshot") else {}
 
     from .aptpins import AptPinError
@@ -368,25 +368,27 @@ def _plan_command(args, repo: Path) -> int:
             common = dict(repo=repo, run_dir=run_dir, data_root=args.data_root, weights_root=args.weights_root,
                           models=args.models, missing=args.missing, variant=args.variant, base_lock=args.base_lock)
             if args.executor == "local":
-                from .executors.local import submit
+                from .executors.local import submit as submit_local
 
-                res = submit(args.plan, concurrency=args.concurrency, mem_limit=args.mem_limit,
+                res = submit_local(args.plan, concurrency=args.concurrency, mem_limit=args.mem_limit,
                              wall_clock_s=args.wall_clock, **common)
                 failed = [k for k, v in res.detail.items() if isinstance(v, Exception)]
                 print(f"[local] {sum(map(len, res.shards.values()))} shard(s) in {res.detail['seconds']} s"
                       + (f"; failed: {', '.join(failed)} (rerun with --missing)" if failed else ""))
                 return 1 if failed else 0
             if args.executor == "slurm":
-                from .executors.slurm import SlurmSettings, submit
+                from .executors.slurm import SlurmSettings
+                from .executors.slurm import submit as submit_slurm
 
                 settings = SlurmSettings.load(args.cluster, runtime=args.runtime, partition=args.partition,
                                               time_limit=args.time_limit, max_parallel=args.max_parallel,
                                               registry=args.registry)
-                submit(args.plan, settings=settings, dry_run=args.dry_run, **common)
+                submit_slurm(args.plan, settings=settings, dry_run=args.dry_run, **common)
                 return 0
-            from .executors.k8s import K8sSettings, submit
+            from .executors.k8s import K8sSettings
+            from .executors.k8s import submit as submit_k8s
 
-            submit(args.plan, settings=K8sSettings.load(args.cluster, registry=args.registry), **common)
+            submit_k8s(args.plan, settings=K8sSettings.load(args.cluster, registry=args.registry), **common)
             return 0
         plan = load_plan(args.plan, repo=repo)
         run = open_run(plan, run_dir)
@@ -402,11 +404,11 @@ def _plan_command(args, repo: Path) -> int:
             return 0 if all(c.state == "done" for c in rows) else 3
         study, roots = study_and_roots(plan, repo, data_root=args.data_root, weights_root=args.weights_root,
                                        records_root=args.records)
-        res = merge(plan, run, repo=repo, study=study, roots=roots)
-        print(f"[merge] {sum(res.written.values())} records in {len(res.written)} file(s)"
-              + (f"; incomplete: {', '.join(f'{m}/{b} ({n} missing)' for (m, b), n in res.incomplete.items())} "
-                 f"(rerun: pointfail-runner submit --plan {args.plan} --missing ...)" if res.incomplete else ""))
-        return 3 if res.incomplete else 0
+        merged = merge(plan, run, repo=repo, study=study, roots=roots)
+        print(f"[merge] {sum(merged.written.values())} records in {len(merged.written)} file(s)"
+              + (f"; incomplete: {', '.join(f'{m}/{b} ({n} missing)' for (m, b), n in merged.incomplete.items())} "
+                 f"(rerun: pointfail-runner submit --plan {args.plan} --missing ...)" if merged.incomplete else ""))
+        return 3 if merged.incomplete else 0
     except (PlanError, ContainerFailed, EngineError, ImageBuildError, JobBusy, JobFileError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1

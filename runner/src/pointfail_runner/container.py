@@ -482,7 +482,8 @@ class _Progress:
     descriptor opened with ``O_NOFOLLOW``; a symlink there counts nothing)."""
 
     def __init__(self, path: Path, wanted: set[str]):
-        self.path, self.wanted, self.pos, self.buf, self.done = path, wanted, 0, b"", set()
+        self.path, self.wanted, self.pos, self.buf = path, wanted, 0, b""
+        self.done: set[str] = set()
 
     def poll(self) -> int:
         import json

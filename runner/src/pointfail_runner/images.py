@@ -220,7 +220,8 @@ def read_debian_report(client, image_id: str) -> dict:
             member = tar.getmembers()[0]
             if not member.isfile() or member.size > 4 << 20:
                 return {}
-            return json.loads(tar.extractfile(member).read().decode("utf-8"))
+            f = tar.extractfile(member)
+            return json.loads(f.read().decode("utf-8")) if f is not None else {}
     except NotFound:
         return {}
     finally:

@@ -36,11 +36,11 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Callable, Iterator, Literal, Optional
+from typing import Callable, Final, Iterator, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-PLAN_SCHEMA = "pointfail.plan/1"
+PLAN_SCHEMA: Final = "pointfail.plan/1"
 DEFAULT_SHARD_SIZE = 1000
 """Samples per shard when neither ``shard_size`` nor ``shards`` is given: large enough that each
 model of the default study (400 samples) is one shard, one container."""
@@ -122,7 +122,7 @@ class PlanModel(_Strict):
 class Plan(_Strict):
     """A study's work as shards of cells (see the module docstring)."""
 
-    schema_: Literal["pointfail.plan/1"] = Field(PLAN_SCHEMA, alias="schema")
+    schema_: Literal["pointfail.plan/1"] = Field(default=PLAN_SCHEMA, alias="schema")
     study: str
     study_file: str
     study_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -240,6 +240,7 @@ def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None
         data_dirs = {b.name: roots.data_dir(b) for b in sel_benchmarks}
     except StudyError as e:
         raise PlanError(str(e)) from None
+    container_models = [m for m in sel_models if isinstance(m, ContainerModel)]
     served = [m.name for m in sel_models if not isinstance(m, ContainerModel)]
     if served:
         raise PlanError(f"models {', '.join(served)} are served (kind = \"server\"): a plan shards container "
@@ -263,14 +264,14 @@ def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None
     items = [(b.name, sid) for b in sel_benchmarks for sid in ids[b.name]]
     size = shard_size or DEFAULT_SHARD_SIZE
     plan_models = []
-    for m in sel_models:
+    for m in container_models:
         cut = shard_items(items, shard_size=size, shards=shards)
         plan_models.append(PlanModel(name=m.name, family=m.family, image=m.image,
                                      gpus=gpus if needs_weights(m) else 0,
                                      shards=[PlanShard(index=i, cells=c) for i, c in enumerate(cut)]))
         sizes = ", ".join(str(sum(len(x.sample_ids) for x in c)) for c in cut)
         log(f"[plan] {m.name}: {len(items)} samples in {len(cut)} shard(s) of {sizes}")
-    sf = Path(study.path).resolve()
+    sf = study.file.resolve()
     return Plan(study=study.name, study_file=sf.relative_to(repo).as_posix() if sf.is_relative_to(repo) else str(sf),
                 study_sha256=hashlib.sha256(sf.read_bytes()).hexdigest(), shard_size=size,
                 benchmarks={b: len(v) for b, v in ids.items()}, models=plan_models)

@@ -21,7 +21,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from pointfail.judge.miss import Judge
+    from pointfail.suites.manifest import ManifestComparison
 
 SUITES_IMAGE = "suites"
 """The pinned image that renders generated suites (Pillow + fonts for sheets/text, Chromium for web)."""
@@ -84,6 +88,8 @@ def generator_command(bench) -> list[str]:
     from pointfail.study import BenchmarkSpec
 
     b = bench if isinstance(bench, BenchmarkSpec) else BenchmarkSpec.model_validate(dict(bench, loader="suite"))
+    if b.generator is None:
+        raise ReproduceError(f"benchmark {b.name} is not a generated suite (no generator)")
     cmd = [b.generator, "--n", str(b.n), "--seed", str(b.seed), "--out", f"{SUITE_MOUNT}/{b.name}"]
     if b.generator == "web" and b.pages:
         cmd += ["--pages", b.pages]
@@ -109,7 +115,7 @@ class SuiteCheck:
 
     name: str
     committed: Path
-    comparison: Optional[object]
+    comparison: Optional["ManifestComparison"]
 
 
 def compare_manifest(generated: Path, committed: Path):
@@ -163,6 +169,7 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
         judges.append("ollama")
     for j in judges:
         role = "primary" if j == plan.primary else "other"
+        judge: Judge
         if j == "oracle":
             judge = OracleJudge(study.judge.oracle_tolerance_px)
         elif j == "ollama":
@@ -280,10 +287,10 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     repo = Path(repo).resolve()
     study = load_study(study_file)
     client = ensure_engine()
-    snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
     base_lock = Path(base_lock or repo / "images/base/base.lock.json")
-    bmod.ensure_base(client, base_lock, log=log, **snap)
-    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, base_lock=base_lock, log=log, **snap)
+    bmod.ensure_base(client, base_lock, log=log, snapshot=snapshot, snapshot_mirror=snapshot_mirror)
+    built = imod.ensure_image(client, repo, SUITES_IMAGE, variant=variant, base_lock=base_lock, log=log,
+                              snapshot=snapshot, snapshot_mirror=snapshot_mirror)
     checks = make_suites(client, repo, study, built.tag, repo / "data" / study.name, log=log)
     drift, content = suite_report(checks, repo)
     for line in drift:
@@ -335,7 +342,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
-    committed = study.dir.resolve()
+    committed = study.file.parent.resolve()
     work = Path(out_root or repo / "work" / "reproduce" / study.name).resolve()
     records = committed if publish else work / "records"
     data_root = repo / "data" / study.name

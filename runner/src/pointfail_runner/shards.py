@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -235,13 +235,13 @@ def weights_manifest(study, model) -> Optional[Path]:
         if getattr(model, "weights_manifest", None) else None
 
 
-def gpu_devices_from_env(env: Optional[dict] = None) -> Optional[list[str]]:
+def gpu_devices_from_env(env: Optional[Mapping[str, str]] = None) -> Optional[list[str]]:
     """The GPUs a scheduler allocated to this step, as device ids for the Docker Engine: Slurm's
     ``SLURM_STEP_GPUS`` / ``SLURM_JOB_GPUS`` (physical indices, comma-separated). ``None`` when the
     scheduler allocated none."""
-    env = os.environ if env is None else env
+    environ = os.environ if env is None else env
     for key in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
-        v = env.get(key, "").strip()
+        v = environ.get(key, "").strip()
         if v:
             return [x for x in v.split(",") if x]
     return None
@@ -322,10 +322,10 @@ def run_shard(run: RunDir, model: str, index: int, *, client=None, mem_limit: st
     client = client or ensure_engine(start=False)
     ensure_pinned_image(client, pin, log=log)
     devices = gpu_devices_from_env()
-    use_gpu: object = devices if devices else (gpu if gpu is not None else cmod.host_has_gpu())
+    use_gpu: bool | list[str] = devices if devices else (gpu if gpu is not None else cmod.host_has_gpu())
     t0 = time.monotonic()
     shard = m.shards[index]
-    cells = {b: set() for b in plan.benchmarks}
+    cells: dict[str, set[str]] = {b: set() for b in plan.benchmarks}
     for c in shard.cells:
         cells[c.benchmark] = set(c.sample_ids)
     command = pin.worker_args(m.family, list(cells), device="cuda" if use_gpu else "cpu", requests_mount=cmod.REQUESTS_MOUNT,

@@ -147,14 +147,16 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
             missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
                            f"name one in the study (weights_manifest = \"weights/{m.name}.manifest.json\"): "
                            f"{fetch} writes it at the first fetch")
-        man = inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest") if m.weights_manifest else None
+        man = (inside(study.file.parent, m.weights_manifest, f"models {m.name!r} weights_manifest")
+               if m.weights_manifest else None)
         man_missing = man is not None and not man.is_file()
+        man_shown = _shown(man, repo) if man is not None else ""
         if w is not None and not w.is_dir():
-            also = f" and its weights manifest {_shown(man, repo)}" if man_missing else ""
+            also = f" and its weights manifest {man_shown}" if man_missing else ""
             missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {_shown(w, repo)}{also} <- {fetch}")
             continue
         if man_missing:
-            missing.append(f"weights manifest for {m.name}: {_shown(man, repo)} <- {fetch}")
+            missing.append(f"weights manifest for {m.name}: {man_shown} <- {fetch}")
         if w is None:
             continue
         if require_revisions and not m.revision and m.name not in locked:
@@ -294,15 +296,16 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
             servers.close()  # the previous model's server, if the runner started one
             fam = get_family(m.family)
             served = isinstance(m, ServerModel)
-            if served:
-                built, prov = None, serving.provenance(m)
+            built = None  # the model's image (container models)
+            if isinstance(m, ServerModel):
+                prov = serving.provenance(m)
                 if m.serve is not None:  # the runner starts the server: one per model, removed after its jobs
                     variant_s = serving.VLLM_VARIANT if m.serve.engine == "vllm" else variant
                     simage = imod.ensure_image(client, repo, m.serve.image, variant=variant_s, wheelhouse=wheelhouse,
                                                base_lock=base_lock, log=log, **(build_options or {}))
                     try:
                         url = servers.enter_context(serving.serving_container(
-                            client, simage.tag, m, weights_dir=weights[m.name], log_path=roots.work / m.name /
+                            client, simage.tag, m, weights_dir=roots.weights_dir(m), log_path=roots.work / m.name /
                             "server.log", gpu=m.serve.engine == "vllm" or variant == "cuda", log=log))
                     except serving.ServingFailed as e:
                         raise StudyError(f"model {m.name}: {e}") from e
@@ -311,7 +314,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
             else:
                 from pointfail.studylock import lock_path, read_lock
 
-                locked = read_lock(lock_file or lock_path(study.path))["models"].get(m.name)
+                locked = read_lock(lock_file or lock_path(study.file))["models"].get(m.name)
                 if not m.revision and locked:
                     m = m.model_copy(update={"revision": locked["revision"]})
                 built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
@@ -323,7 +326,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 prompts, requests = requests_for(fam, m, samples, resolve=served)
                 job = roots.job_dir(m, b)
                 problems: list[str] = []
-                if served:
+                if isinstance(m, ServerModel):
                     try:
                         sres = serving.run_served_job(m, job, requests, data_root=data_dirs[b.name],
                                                       progress=progress, log=log)
@@ -331,6 +334,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                         raise StudyError(f"model {m.name} on {b.name}: {e}") from e
                     problems = sres.problems
                 else:
+                    assert built is not None, "a container model's image is built above"
                     extra = ["--revision", m.revision] if m.revision else []
                     log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
                     try:
@@ -339,7 +343,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                                            batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
                                            wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
                                            fix_permissions=fix_permissions, weights_root=roots.weights,
-                                           weights_manifest=(inside(study.dir, m.weights_manifest, "weights_manifest")
+                                           weights_manifest=(inside(study.file.parent, m.weights_manifest, "weights_manifest")
                                                              if m.weights_manifest else None))
                     except cmod.ContainerFailed as e:
                         raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e

@@ -157,7 +157,7 @@ def cell_keys(models: list[str], benchmarks_of: dict[str, list[str]]) -> list[tu
     >>> cell_keys(["a", "b"], {"a": ["x", "y"], "b": ["x"]})
     [('a', 'x'), ('a', 'y'), ('a', 'pooled'), ('b', 'x'), ('b', 'pooled')]
     """
-    out = []
+    out: list[tuple[str, str]] = []
     for m in models:
         out.extend((m, b) for b in benchmarks_of[m])
         out.append((m, POOLED))

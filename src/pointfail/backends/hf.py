@@ -37,7 +37,7 @@ def torchvision_available() -> bool:
     return bool(is_torchvision_available())
 
 
-def processor_class(name: str) -> type:
+def processor_class(name: str) -> Any:
     """The transformers processor class ``name`` (e.g. ``"Qwen2_5_VLProcessor"``); without torchvision,
     an image-only subclass of it with the same name that has no ``video_processor`` attribute.
 

@@ -142,14 +142,14 @@ def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
                          f"pin a commit)")
     if _offline():
         raise FetchError(f"{name}: offline (HF_HUB_OFFLINE is set); cannot download {src.repo_id}@{rev}")
-    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub import DatasetInfo, HfApi, ModelInfo, SpaceInfo, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
 
     out = Path(to)
     try:
         info = HfApi().repo_info(src.repo_id, repo_type=src.repo_type, revision=rev, files_metadata=True)
         expected: dict[str, tuple[str, str]] = {}
-        for sib in info.siblings or []:
+        for sib in (info.siblings if isinstance(info, (ModelInfo, DatasetInfo, SpaceInfo)) else None) or []:
             if not _wanted(sib.rfilename, src.allow_patterns):
                 continue
             if sib.lfs is not None:

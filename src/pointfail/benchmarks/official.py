@@ -57,22 +57,31 @@ RULES: dict[str, str] = {
 """Rule labels written into ``OfficialScore.rule``."""
 
 
-def _graded_mask(path: str) -> Any:
+def _mask_file(path: Optional[str]) -> str:
+    """The target's mask file; :class:`MaskError` for a target without one."""
+    if not path:
+        from pointfail.geometry.errors import MaskError
+
+        raise MaskError("the official rule needs a mask target, and this target has no mask_path")
+    return path
+
+
+def _graded_mask(path: Optional[str]) -> Any:
     """Grey values / 255 (RoboPoint reads the JPEG as ``np.array(Image.open(..)) / 255.``); a colour
     mask is averaged over its channels first."""
     from pointfail.geometry.masks import mask_pixels
 
-    arr = mask_pixels(path)
+    arr = mask_pixels(_mask_file(path))
     if arr.ndim == 3:
         arr = arr[..., :3].mean(axis=2)
     return arr / 255.0
 
 
-def _binary_mask(path: str) -> Any:
+def _binary_mask(path: Optional[str]) -> Any:
     """PointArena binarization: grey > 127, or any channel > 127 for a multi-channel mask."""
     from pointfail.geometry.masks import mask_pixels
 
-    arr = mask_pixels(path) > 127
+    arr = mask_pixels(_mask_file(path)) > 127
     return arr.any(axis=2) if arr.ndim == 3 else arr
 
 
@@ -257,7 +266,9 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
     box_classes: dict[str, int] = {}
     for s in samples:
         ev = s.target.eval or {}
-        gt = ev.get("bbox") or s.target.boxes[0]
+        gt = ev.get("bbox") or (s.target.boxes[0] if s.target.boxes else None)
+        if gt is None:
+            raise ValueError(f"sample {s.sample_id}: the box rule needs a target box (eval.bbox or target.boxes)")
         pred = predictions.get(s.sample_id)
         sx, sy = (s.image.width, s.image.height) if frame == "unit" else (1, 1)
         answer_type = s.metadata.get("answer_type") or ("bbox" if ev.get("type") == "iou" else "point")

@@ -141,10 +141,10 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
             if not any(cands):
                 problems.add(f"{where}: scene_graph {str(sg)[:200]!r} is not a file name inside {sub}")
                 continue
-            cands = [c for c in cands if c is not None]
-            found = next((c for c in cands if c.is_file()), None)
+            paths = [c for c in cands if c is not None]
+            found = next((c for c in paths if c.is_file()), None)
             if found is None:
-                problems.add(f"{where}: missing scene graph {cands[0]}", cands[0])
+                problems.add(f"{where}: missing scene graph {paths[0]}", paths[0])
                 continue
             scene_graph_path = found.as_posix()
         target = Target(kind="boxes", boxes=[box], eval=dict(ev), sha256=boxes_sha256([box]),
@@ -180,15 +180,17 @@ def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -
     if not img_path.is_file():
         return None, f"missing image {img_path}"
     img = image_ref(img_path, expected_size=(size[0], size[1]))
+    if img is None:  # image_ref raises without a problems list; kept for the type
+        return None, f"unreadable image {img_path}"
     sg = row.get("scene_graph")
     cands = ([contained(test, str(sg)), contained(sub, str(sg))] if sg else []) + [
         contained(test, f"scene_graphs/{Path(str(row['file_name'])).stem}.json")]
-    cands = [c for c in cands if c is not None]
-    if not cands:
+    paths = [c for c in cands if c is not None]
+    if not paths:
         return None, f"scene_graph {str(sg)[:200]!r} is not a file name inside {sub}"
-    found = next((c for c in cands if c.is_file()), None)
+    found = next((c for c in paths if c.is_file()), None)
     if found is None:
-        return None, f"missing scene graph {cands[0]}"
+        return None, f"missing scene graph {paths[0]}"
     proof = row.get("absence_proof")
     try:
         check_absence_proof(read_json(found, benchmark), proof)

@@ -17,9 +17,10 @@ import argparse
 
 TYPE_CHECKING = False  # typing is not imported at run time: ``pointfail --help`` imports every command module
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["HelpFormatter", "add_command", "example_epilog", "flag_error"]
+__all__ = ["HelpFormatter", "add_command", "example_epilog", "flag_error", "prints_help"]
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -80,6 +81,16 @@ _FLAG_NAMES: dict[str, str] = {
     "image_path": "--image",
     "mask_path": "--mask",
 }
+
+
+def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """A command function for a command group run without its subcommand: print ``parser``'s help
+    and return exit status 2 (a usage error)."""
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return run
 
 
 def flag_error(message: str, names: dict[str, str] | None = None) -> str:

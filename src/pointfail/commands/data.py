@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pointfail.commands._help import add_command
+from pointfail.commands._help import add_command, prints_help
 
 
 COMMANDS: dict[str, str] = {
@@ -63,7 +63,7 @@ many have no image file. Exit 2 naming the first missing or unreadable file.""",
     c.add_argument("data_dir", type=Path, metavar="DIR", help="the benchmark's directory")
     c.add_argument("--images", action="store_true", help="also require every image file (PointerBench)")
     c.set_defaults(func=_check)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=prints_help(p))
 
 
 def _fetch(args: argparse.Namespace) -> int:

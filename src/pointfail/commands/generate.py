@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-from pointfail.commands._help import HelpFormatter, add_command, example_epilog
+from pointfail.commands._help import HelpFormatter, add_command, example_epilog, prints_help
 from pointfail.suites import KINDS
 
 DESCRIPTION = """\
@@ -99,7 +99,7 @@ generator, seed and n. Prints what differs and why; exit 1 when anything does.""
     vp.add_argument("--regenerate", action="store_true",
                     help="also regenerate the suite from the manifest's generator, seed and n and compare")
     vp.set_defaults(func=_verify)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=prints_help(p))
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -100,14 +100,14 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
                 return True
             return cat in categories if categories is not None else cat not in DEFAULT_HIDDEN
 
-        cats = sorted({e["category"] for e in sg.get("elements", []) if wanted(e["category"])})
+        cats = sorted({el["category"] for el in sg.get("elements", []) if wanted(el["category"])})
         colors = {c: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, c in enumerate(cats)}
         legend = [(c, colors[c]) for c in cats]
-        for e in sg.get("elements", []):
-            if e["category"] not in colors:
+        for el in sg.get("elements", []):
+            if el["category"] not in colors:
                 continue
-            x0, y0, x1, y1 = e["box"]
-            od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[e["category"]] + (150,))
+            x0, y0, x1, y1 = el["box"]
+            od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[el["category"]] + (150,))
     x0, y0, x1, y1 = row["bbox"]
     od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], fill=TARGET_GREEN + (90,), outline=TARGET_GREEN + (255,), width=2)
     px, py = row.get("point", [(x0 + x1) // 2, (y0 + y1) // 2])
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             if args.categories:
                 cats = "all" if args.categories == "all" else set(args.categories.split(","))
             pic = render_sample(suite_dir, rows[i], elements=not args.no_elements, categories=cats)
-            dest = Path(args.out) if single_file else out_dir / f"{i}.png"
+            dest = Path(args.out) if out_dir is None else out_dir / f"{i}.png"
             dest.parent.mkdir(parents=True, exist_ok=True)
             pic.save(dest, format="PNG")
             print(dest)

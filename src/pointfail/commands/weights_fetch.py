@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``weights fetch``."""
     from pathlib import Path
 
-    from pointfail.commands._help import add_command
+    from pointfail.commands._help import add_command, prints_help
 
     p = add_command(
         subparsers, "weights", help=COMMANDS["weights"],
@@ -45,7 +45,7 @@ Exit 2 naming every file that does not match the lock.""",
     f.add_argument("--to", type=Path, help="target directory (one model only; default: the study's weights folder)")
     f.add_argument("--lock", type=Path, help="the lock file (default: study.lock beside the study)")
     f.set_defaults(func=_fetch)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=prints_help(p))
 
 
 def _fetch(args: argparse.Namespace) -> int:

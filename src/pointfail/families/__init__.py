@@ -45,6 +45,7 @@ All points are kept in the order written; the first is the primary point.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import pkgutil
@@ -199,19 +200,19 @@ class Family:
         if self.frame.kind != "pixels_original" and image_size is not None:
             check_size(image_size, "image_size")
         diag = Diagnostics()
-        result = dict(family=self.name, frame=self.frame.name)
+        result = functools.partial(ParseResult, family=self.name, frame=self.frame.name)
         if not text or not text.strip():
             if self.declines_by_silence:
-                return ParseResult(**result, flags=["declined"], reason="declined")
-            return ParseResult(**result, reason="empty")
+                return result(flags=["declined"], reason="declined")
+            return result(reason="empty")
         answer = self._answer(text, diag)
         if answer is None:
-            return ParseResult(**result, flags=diag.flags, reason="truncated", truncated=True)
+            return result(flags=diag.flags, reason="truncated", truncated=True)
         if not answer.strip():
             if self.declines_by_silence:
                 diag.flag("declined")
-                return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="declined")
-            return ParseResult(**result, flags=diag.flags, ignored=diag.ignored, reason="empty")
+                return result(flags=diag.flags, ignored=diag.ignored, reason="declined")
+            return result(flags=diag.flags, ignored=diag.ignored, reason="empty")
         items = self._items(answer, diag)
         truncated = looks_truncated(answer)
         if truncated:
@@ -263,8 +264,7 @@ class Family:
                 reason = "declined"
             else:
                 reason = "no_coordinates"
-        return ParseResult(
-            **result,
+        return result(
             points=points,
             boxes=boxes,
             flags=diag.flags,

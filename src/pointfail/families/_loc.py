@@ -52,7 +52,7 @@ class LocTokenFamily(Family):
         return read_loc_runs(text, diag, self.loc_pattern)
 
     def _tokens(self, *xy_pairs) -> str:
-        out = []
+        out: list[str] = []
         for fx, fy in xy_pairs:
             pair = (fy, fx) if self.frame.order == "yx" else (fx, fy)
             out.extend(self.loc_token.format(v) for v in pair)

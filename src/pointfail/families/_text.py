@@ -48,13 +48,14 @@ class Item:
 
     kind: ``"point"`` (2 tokens) or ``"box"`` (4 tokens: two corners).
     tokens: raw number strings in the order the model wrote them (frame order, e.g. ``y, x``).
-    start: character offset in the (normalized, stripped) answer text; items are used in this order.
+    start: character offset in the (normalized, stripped) answer text; items are used in this order
+        (several items of one tag get fractional offsets after the tag's, to keep their order).
     source: the text fragment, for diagnostics.
     """
 
     kind: str
     tokens: list[str]
-    start: int
+    start: float
     source: str
 
 

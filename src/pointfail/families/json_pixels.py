@@ -17,6 +17,8 @@ parses as ``reason == "declined"``.
 
 from __future__ import annotations
 
+from typing import ClassVar, Optional
+
 from pointfail.families import Family
 from pointfail.families._text import read_keyed_lists
 from pointfail.frames import Frame
@@ -37,9 +39,9 @@ class JsonPixels(Family):
 
     name = "json_pixels"
     frame = Frame("pixels_original", "pixels_original", None, "xy", "absolute pixels of the original image")
-    checkpoints = ()
-    backend = None
-    system_prompt = SYSTEM_PROMPT
+    checkpoints: ClassVar[tuple[str, ...]] = ()
+    backend: ClassVar[Optional[str]] = None
+    system_prompt: ClassVar[Optional[str]] = SYSTEM_PROMPT
     point_prompt = SYSTEM_PROMPT + "\n\nPoint task: {core}"
     box_prompt = SYSTEM_PROMPT + "\n\nBounding-box task: {core}"
     decimals = 0

@@ -20,6 +20,7 @@ after-prose rule of :func:`~pointfail.families._text.read_bare_groups`. Worked c
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from pointfail.families import Family
 from pointfail.families._text import item_from_tokens, read_bare_groups, split_tokens
@@ -61,7 +62,7 @@ class UITars(Family):
     name = "ui_tars"
     lineage = ("qwen", "ui-tars")  # UI-TARS is fine-tuned from Qwen2-VL / Qwen2.5-VL
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the screenshot (UI-TARS v1 start_box)")
-    checkpoints = ("ByteDance-Seed/UI-TARS-2B-SFT", "ByteDance-Seed/UI-TARS-7B-DPO", "ByteDance-Seed/UI-TARS-72B-DPO")
+    checkpoints: ClassVar[tuple[str, ...]] = ("ByteDance-Seed/UI-TARS-2B-SFT", "ByteDance-Seed/UI-TARS-7B-DPO", "ByteDance-Seed/UI-TARS-72B-DPO")
     backend = None
     point_prompt = GROUNDING_PROMPT
     box_prompt = GROUNDING_PROMPT

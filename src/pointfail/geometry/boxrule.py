@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from pointfail.geometry.shapes import sorted_box, valid_box
-from pointfail.records import BoxScore
+from pointfail.records import BoxClass, BoxScore
 
 __all__ = [
     "POINTERBENCH_MIN_COVERAGE",
@@ -79,7 +79,7 @@ def box_class(
     precision: float,
     min_coverage: float = POINTERBENCH_MIN_COVERAGE,
     min_precision: float = POINTERBENCH_MIN_PRECISION,
-) -> str:
+) -> BoxClass:
     """PointerBench box outcome class from coverage and precision: ``hit`` (both thresholds met),
     ``clipped`` (coverage below ``min_coverage`` only), ``oversized`` (precision below
     ``min_precision`` only), ``both`` (both below). Source: PointerBench paper, Table 12."""

@@ -425,7 +425,10 @@ def mask_distance(info: MaskInfo, point_norm: Sequence[float]) -> Optional[float
     if not len(b):
         return None  # empty mask
     d2 = float(((b[:, 0] - r) ** 2 + (b[:, 1] - c) ** 2).min())
-    r0, r1, c0, c1 = info.bbox  # not None: the mask is not empty
+    bbox = info.bbox
+    if bbox is None:
+        return None  # empty mask (no boundary either)
+    r0, r1, c0, c1 = bbox
     if c0 <= c < c1:
         # the mask pixels of column c lie within the bounding box's rows: scan only those (a
         # strided column read touches one cache line per row)
@@ -466,9 +469,7 @@ def mask_pixels(path: str | Path) -> np.ndarray:
                 w, h = im.size
                 if w * h > MAX_MASK_PIXELS:  # from the header, before any pixel is decoded
                     raise MaskError(f"mask {p} is {w}x{h} pixels, more than the limit of {MAX_MASK_PIXELS} pixels")
-                if im.mode == "1":
-                    im = im.convert("L")
-                arr = np.array(im)
+                arr = np.array(im.convert("L") if im.mode == "1" else im)
         except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
             raise MaskError(f"mask {p} is not a readable image: {e}") from None
         arr.setflags(write=False)

@@ -89,6 +89,13 @@ class TargetRegion:
         self.min_precision = float(min_precision)
         self._area: Optional[float] = None
 
+    @property
+    def _mask(self) -> MaskInfo:
+        """The decoded mask of a ``mask`` region (the constructor guarantees one)."""
+        if self._mask_info is None:
+            raise GeometryError(f"a {self.kind} region has no mask")
+        return self._mask_info
+
     # -- construction ------------------------------------------------------------------------
 
     @classmethod
@@ -111,10 +118,8 @@ class TargetRegion:
             GeometryError: a target missing the data its kind needs, or invalid boxes/polygons.
         """
         ev = target.eval or {}
-        thresholds = {
-            "min_coverage": float(ev.get("min_coverage", POINTERBENCH_MIN_COVERAGE)),
-            "min_precision": float(ev.get("min_precision", POINTERBENCH_MIN_PRECISION)),
-        }
+        cov = float(ev.get("min_coverage", POINTERBENCH_MIN_COVERAGE))
+        prec = float(ev.get("min_precision", POINTERBENCH_MIN_PRECISION))
         if target.kind == "mask":
             if not target.mask_path:
                 raise GeometryError("mask target has no mask_path")
@@ -122,12 +127,12 @@ class TargetRegion:
             if base_dir is not None and not p.is_absolute():
                 p = Path(base_dir) / p
             info = load_mask_info(p, image_size, allow_rescale)
-            return cls("mask", image_size, mask_info=info, **thresholds)
+            return cls("mask", image_size, mask_info=info, min_coverage=cov, min_precision=prec)
         if target.kind == "boxes":
-            return cls("boxes", image_size, boxes=target.boxes or [], **thresholds)
+            return cls("boxes", image_size, boxes=target.boxes or [], min_coverage=cov, min_precision=prec)
         if target.kind == "polygon":
-            return cls("polygon", image_size, polygons=target.polygons or [], **thresholds)
-        return cls("absent", image_size, **thresholds)
+            return cls("polygon", image_size, polygons=target.polygons or [], min_coverage=cov, min_precision=prec)
+        return cls("absent", image_size, min_coverage=cov, min_precision=prec)
 
     @classmethod
     def from_mask_array(cls, mask: np.ndarray, **kw: Any) -> "TargetRegion":
@@ -159,7 +164,7 @@ class TargetRegion:
             return False
         if self.kind == "mask":
             cr = pixel_of(point_norm, self.image_size)
-            return cr is not None and bool(self._mask_info.mask[cr[1], cr[0]])
+            return cr is not None and bool(self._mask.mask[cr[1], cr[0]])
         pt = to_pixels(point_norm, self.image_size)
         if not (math.isfinite(pt[0]) and math.isfinite(pt[1])):
             return False
@@ -174,7 +179,7 @@ class TargetRegion:
         if self.kind == "absent":
             return None
         if self.kind == "mask":
-            return mask_distance(self._mask_info, point_norm)
+            return mask_distance(self._mask, point_norm)
         pt = to_pixels(point_norm, self.image_size)
         if not (math.isfinite(pt[0]) and math.isfinite(pt[1])):
             return None
@@ -192,7 +197,7 @@ class TargetRegion:
         """True for a ``mask`` region with no pixel in the target (nothing could hit it), else
         False. Uses the mask's cached bounding box, which a miss's distance search computes
         anyway, so checking after scoring a miss costs nothing more."""
-        return self.kind == "mask" and self._mask_info.bbox is None
+        return self.kind == "mask" and self._mask.bbox is None
 
     @property
     def area_px(self) -> float:
@@ -200,7 +205,7 @@ class TargetRegion:
         sum of the polygons' shoelace areas (overlapping polygons are counted twice); 0 when absent."""
         if self._area is None:
             if self.kind == "mask":
-                self._area = float(self._mask_info.area)
+                self._area = float(self._mask.area)
             elif self.kind == "boxes":
                 self._area = union_area(self.boxes)
             elif self.kind == "polygon":
@@ -215,7 +220,7 @@ class TargetRegion:
         covers its pixels' squares, so it ends at the last column + 1), ``None`` when absent or the
         mask is empty."""
         if self.kind == "mask":
-            bb = self._mask_info.bbox
+            bb = self._mask.bbox
             if bb is None:
                 return None
             r0, r1, c0, c1 = bb
@@ -251,7 +256,7 @@ class TargetRegion:
                 if len(c) >= 3:
                     total += polygon_area(c)
             return total
-        mask = self._mask_info.mask
+        mask = self._mask.mask
         h, w = mask.shape
         c0 = max(0, int(math.floor(bx[0])))
         c1 = min(w, int(math.ceil(bx[2])))

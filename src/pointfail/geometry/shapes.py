@@ -40,6 +40,9 @@ from pointfail.geometry.errors import GeometryError
 if TYPE_CHECKING:
     import numpy as np
 
+    #: A polygon as ``[[x, y], ...]`` pixel vertices: nested sequences or an ``(n, 2)`` array.
+    PolygonLike = Sequence[Sequence[float]] | np.ndarray
+
 __all__ = [
     "box_area",
     "box_cells",
@@ -175,7 +178,7 @@ def point_box_distance(point_px: Sequence[float], box_px: Sequence[float]) -> fl
     return math.hypot(dx, dy)
 
 
-def polygon_array(polygon: Sequence[Sequence[float]]) -> np.ndarray:
+def polygon_array(polygon: PolygonLike) -> np.ndarray:
     """A polygon as a float ``(n, 2)`` array of ``[x, y]`` pixel vertices.
 
     Raises:
@@ -203,7 +206,7 @@ def _segment_distances(x: float, y: float, p: np.ndarray) -> np.ndarray:
     return np.hypot(x - qx, y - qy)
 
 
-def point_in_polygon(point_px: Sequence[float], polygon: Sequence[Sequence[float]]) -> bool:
+def point_in_polygon(point_px: Sequence[float], polygon: PolygonLike) -> bool:
     """Whether pixel point ``(x, y)`` lies in ``polygon`` (``[[x, y], ...]`` pixels, closed
     implicitly) by the even-odd rule (a horizontal ray to the right crosses the boundary an odd
     number of times), with points on an edge or vertex counted inside (within 1e-9 pixel), like the
@@ -228,7 +231,7 @@ def point_in_polygon(point_px: Sequence[float], polygon: Sequence[Sequence[float
     return bool(np.count_nonzero(straddle & (x < xint)) % 2 == 1)
 
 
-def point_polygon_distance(point_px: Sequence[float], polygon: Sequence[Sequence[float]]) -> float:
+def point_polygon_distance(point_px: Sequence[float], polygon: PolygonLike) -> float:
     """Euclidean distance in pixels from pixel point ``(x, y)`` to the closed polygon: 0 inside (by
     :func:`point_in_polygon`), else the distance to the nearest edge.
 
@@ -241,7 +244,7 @@ def point_polygon_distance(point_px: Sequence[float], polygon: Sequence[Sequence
     return float(_segment_distances(float(point_px[0]), float(point_px[1]), p).min())
 
 
-def polygon_area(polygon: Sequence[Sequence[float]]) -> float:
+def polygon_area(polygon: PolygonLike) -> float:
     """Area in square pixels of a simple polygon (shoelace formula, absolute value).
 
     Raises:

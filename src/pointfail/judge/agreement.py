@@ -72,7 +72,7 @@ def agreement(pairs: Iterable[tuple[Optional[str], str, Optional[str]]]) -> dict
         "support"}}}``; ``agree`` = pairs both labeled alike; rates are floats or ``None``.
     """
     labels = list(FAILURE_MODES)
-    confusion = {o: {j: 0 for j in labels + ["unlabeled"]} for o in labels}
+    confusion: dict[str, dict[str, int]] = {o: {j: 0 for j in [*labels, "unlabeled"]} for o in labels}
     n = unavailable = pending = abstentions = reference_unlabeled = 0
     for oracle_label, status, label in pairs:
         n += 1

@@ -43,7 +43,7 @@ from typing import Any, Optional, Union
 from pointfail.judge.miss import Miss
 from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
 from pointfail.judge.settings import DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_OPTIONS
-from pointfail.records import JudgeAttempt, Judgment
+from pointfail.records import JudgeAttempt, Judgment, JudgeStatus
 from pointfail.served.transport import FailureCount, ServerDown
 
 def resolve_host(host: Optional[str] = None) -> str:
@@ -203,7 +203,7 @@ class ChatJudge:
 
     # -- judging ---------------------------------------------------------------------------------
 
-    def _judgment(self, status: str, **kw: Any) -> Judgment:
+    def _judgment(self, status: JudgeStatus, **kw: Any) -> Judgment:
         detail = kw.pop("detail", None)
         prefix = self._detail_prefix()
         if prefix and status != "judge_unavailable":
@@ -248,9 +248,10 @@ class ChatJudge:
         """
         if self._sem is None or self._client is None:
             raise RuntimeError(f"{type(self).__name__}.judge() must run inside 'async with {type(self).__name__}(...)'")
-        resuming = resume is not None and resume.status == "judge_unavailable" and resume.judge == self.name
-        prior = list(resume.attempts) if resuming else []
-        prior_failures = resume.transport_failures if resuming else 0
+        resumed = resume if resume is not None and resume.status == "judge_unavailable" and resume.judge == self.name \
+            else None
+        prior = list(resumed.attempts) if resumed is not None else []
+        prior_failures = resumed.transport_failures if resumed is not None else 0
         if self._down is not None:
             return self._judgment(
                 "judge_unavailable", attempts=prior, transport_failures=prior_failures, detail=f"not sent: {self._down}"

@@ -69,7 +69,7 @@ from typing import Any, Optional, Sequence
 
 from pointfail.geometry.shapes import box_area, point_box_distance, point_in_box
 from pointfail.judge.miss import Miss, MissUnusable
-from pointfail.records import Judgment
+from pointfail.records import FailureMode, Judgment
 
 SCENE_GRAPH_SCHEMA = "pointfail.scene_graph/1"
 """The ``schema`` value of a scene graph this oracle reads."""
@@ -210,7 +210,7 @@ def oracle_judgment(
         )
     kind = element_kind(target)
     same = [el for el in candidates if element_kind(el) == kind]
-    label = "wrong_instance" if same else "wrong_category"
+    label: FailureMode = "wrong_instance" if same else "wrong_category"
     hit = min(same or candidates, key=lambda el: (box_area(el["box"]), el["id"]))
     return Judgment(
         judge="oracle",

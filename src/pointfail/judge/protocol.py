@@ -40,7 +40,7 @@ import unicodedata
 from typing import Any, Optional
 
 from pointfail.limits import MAX_JUDGE_REPLY_CHARS
-from pointfail.records import FAILURE_MODES
+from pointfail.records import FAILURE_MODES, FailureMode
 
 MAX_LABEL_ATTEMPTS = 5
 """Label attempts per miss before it is recorded ``unlabeled`` (the study's "up to five attempts")."""
@@ -131,7 +131,7 @@ are still read with :func:`read_label` (a reply ``{"label": "hallucinated"}`` re
 ``hallucinated``)."""
 
 _SEP = r"[\s_\-]*+"
-_LABEL_PATTERNS: dict[str, re.Pattern[str]] = {
+_LABEL_PATTERNS: dict[FailureMode, re.Pattern[str]] = {
     label: re.compile(r"(?<![a-z0-9])" + _SEP.join(map(re.escape, label.split("_"))) + r"(?![a-z0-9])")
     for label in FAILURE_MODES
 }
@@ -183,7 +183,7 @@ def _normalize(reply: str) -> str:
     return text.replace("\u2019", "'")
 
 
-def read_label(reply: Optional[str]) -> tuple[Optional[str], str]:
+def read_label(reply: Optional[str]) -> tuple[Optional[FailureMode], str]:
     """Read a failure-mode label from a judge's raw reply by the strict single-label rule.
 
     Args:
@@ -197,7 +197,7 @@ def read_label(reply: Optional[str]) -> tuple[Optional[str], str]:
     if reply is None or not reply.strip():
         return None, "rejected_empty"
     text = _normalize(reply[:MAX_JUDGE_REPLY_CHARS])
-    found: dict[str, list[re.Match[str]]] = {}
+    found: dict[FailureMode, list[re.Match[str]]] = {}
     for label, pattern in _LABEL_PATTERNS.items():
         matches = list(pattern.finditer(text))
         if matches:

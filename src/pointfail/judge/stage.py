@@ -211,7 +211,8 @@ def _load_file(path: Path, judge_name: str, role: str, report: StageReport) -> _
             report.problems.append(f"{state.journal}: ignored ({e})")
             entries = []
         for _, entry in entries:
-            rec = by_id.get(entry.get("sample_id")) if isinstance(entry, dict) else None
+            sid = entry.get("sample_id") if isinstance(entry, dict) else None
+            rec = by_id.get(sid) if isinstance(sid, str) else None
             if rec is None or entry.get("role") not in ("primary", "other"):
                 continue
             if entry.get("record_sha256") != state.digests[rec.sample_id]:

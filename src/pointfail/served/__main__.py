@@ -21,7 +21,7 @@ from typing import Optional
 def main(argv: Optional[list[str]] = None) -> int:
     """Command-line entry point; returns the exit code."""
     from pointfail.served.backend import ServerUnavailable, run_served
-    from pointfail.study import StudyError, model_spec
+    from pointfail.study import ServerModel, StudyError, model_spec
     from pointfail.worker import WorkerError
 
     p = argparse.ArgumentParser(prog="python -m pointfail.served", description=__doc__.split("\n\n")[0])
@@ -44,6 +44,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         model = model_spec({"kind": "server", "name": "served", "family": args.family, "base_url": args.base_url,
                             "model": args.model, "api_key_env": args.api_key_env, "options": options},
                            "command-line model")
+        if not isinstance(model, ServerModel):  # kind = "server" gives a ServerModel
+            raise StudyError(f"command-line model: not a served model ({type(model).__name__})")
         s = run_served(model, args.requests, args.responses, progress=not args.no_progress and sys.stderr.isatty())
     except ServerUnavailable as e:
         print(f"pointfail.served: {e}", file=sys.stderr)

@@ -225,6 +225,10 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
     from pointfail.served.client import api_key, async_client
     from pointfail.worker import WorkerError, read_requests
 
+    base_url = model.base_url
+    if not base_url:
+        raise ValueError(f"model {model.name}: no base_url (a server the runner starts is given its address "
+                         "by the runner)")
     t0 = time.perf_counter()
     reqs = read_requests(requests, default_max_new_tokens)
     try:
@@ -245,7 +249,7 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
             bar = tqdm(total=len(reqs), initial=summary.skipped, unit="sample", desc=f"served {model.model}",
                        dynamic_ncols=True)
         run = _Run(model, writer, summary, bar)
-        run.client = async_client(model.base_url, api_key(model.api_key_env), timeout_s=run.opts.timeout_s,
+        run.client = async_client(base_url, api_key(model.api_key_env), timeout_s=run.opts.timeout_s,
                                   concurrency=run.opts.concurrency)
         try:
             await asyncio.gather(*(run.sample(r) for r in todo))
@@ -289,8 +293,5 @@ def run_served(model: "ServerModel", requests: str | Path, responses: str | Path
         ValueError: ``model`` has no ``base_url``, options that do not fit the family (preset,
             structured output), or an API key variable that is not set.
     """
-    if not model.base_url:
-        raise ValueError(f"model {model.name}: no base_url (a server the runner starts is given its address "
-                         "by the runner)")
     return asyncio.run(arun_served(model, requests, responses, progress=progress,
                                    default_max_new_tokens=default_max_new_tokens))

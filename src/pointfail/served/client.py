@@ -68,7 +68,10 @@ def async_client(base_url: str, key: str, *, timeout_s: float, concurrency: int)
     http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                              limits=httpx.Limits(max_connections=concurrency + 2,
                                                  max_keepalive_connections=concurrency + 2))
-    return openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout_s, http_client=http)
+    # openai accepts an httpx.AsyncClient at run time (its is_legacy_httpx_async_client check); its
+    # annotation names only httpx2's client class
+    return openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout_s,
+                              http_client=http)  # type: ignore[arg-type]
 
 
 def png_bytes(image: Any) -> bytes:

@@ -67,20 +67,20 @@ class ServedOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    concurrency: int = Field(4, ge=1, le=256)
-    timeout_s: float = Field(120.0, gt=0)
-    retries: int = Field(6, ge=0, le=100)
-    backoff_initial: float = Field(1.0, ge=0)
-    backoff_max: float = Field(30.0, ge=0)
-    temperature: float = Field(0.0, ge=0)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    timeout_s: float = Field(default=120.0, gt=0)
+    retries: int = Field(default=6, ge=0, le=100)
+    backoff_initial: float = Field(default=1.0, ge=0)
+    backoff_max: float = Field(default=30.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0)
     seed: Optional[int] = None
-    max_tokens: Optional[int] = Field(None, ge=1)
+    max_tokens: Optional[int] = Field(default=None, ge=1)
     resize: Literal["client", "server"] = "client"
-    factor: Optional[int] = Field(None, ge=1)
-    min_pixels: Optional[int] = Field(None, ge=1)
-    max_pixels: Optional[int] = Field(None, ge=1)
+    factor: Optional[int] = Field(default=None, ge=1)
+    min_pixels: Optional[int] = Field(default=None, ge=1)
+    max_pixels: Optional[int] = Field(default=None, ge=1)
     pixel_budget: Optional[Literal["family"]] = None
-    downscale_long_edge: Optional[int] = Field(None, ge=1)
+    downscale_long_edge: Optional[int] = Field(default=None, ge=1)
     structured: bool = False
     preset: Optional[Literal["pointerbench-frontier"]] = None
     system_prompt: Optional[str] = None

@@ -45,7 +45,7 @@ def image_only_processors() -> bool:
                 return processor_class(name).from_pretrained(str(name_or_path), *args, **kwargs)
         return original(name_or_path, *args, **kwargs)
 
-    auto.from_pretrained = staticmethod(from_pretrained)  # type: ignore[method-assign]
+    auto.from_pretrained = staticmethod(from_pretrained)
     return True
 
 

@@ -94,7 +94,9 @@ def retrying(is_transport: Callable[[BaseException], bool], *, retries: int, bac
         ra = retry_after_s(exc) if exc is not None else None
         return min(backoff_max, max(base, ra)) if ra is not None else base
 
-    stop = stop_after_attempt(retries + 1)
-    if stop_when is not None:
-        stop = stop | (lambda _state: bool(stop_when()))
+    attempts = stop_after_attempt(retries + 1)
+
+    def stop(state: Any) -> bool:  # tenacity takes any callable as a stop strategy
+        return attempts(state) or (stop_when is not None and bool(stop_when()))
+
     return AsyncRetrying(retry=retry_if_exception(is_transport), stop=stop, wait=wait, reraise=True)

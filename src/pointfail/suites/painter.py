@@ -119,7 +119,7 @@ class TextPainter:
         for i, ch in enumerate(s):
             g = self.glyph(font_name, size, ch)
             px = pens[i]
-            if g.mask is None:
+            if g.mask is None or g.ink is None:  # a blank character: no ink
                 out.append(DrawnChar(ch, px, None))
                 continue
             ox, oy = px + g.offset[0], baseline + g.offset[1]

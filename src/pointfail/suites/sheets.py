@@ -38,7 +38,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Optional
 
 from pointfail.suites import corpus
 from pointfail.suites.drawn import DrawnSuite
@@ -227,9 +227,9 @@ class _Sheet:
         self.image = Image.new("RGB", IMAGE_SIZE, self.style.bg)
         self.draw = ImageDraw.Draw(self.image)
         self.elements: list[Element] = []
-        self.values: dict[tuple[int, int], str] = {}  # (col, row) -> displayed text
+        self.values: dict[tuple[int, int], Optional[str]] = {}  # (col, row) -> displayed text (None: none visible)
         self.fills: dict[tuple[int, int], str] = {}  # (col, row) -> colour name
-        self.tab_strip = None  # (y, image) of the sheet-tab bar, restored after the cells are drawn
+        self.tab_strip: Optional[tuple[int, Any]] = None  # (y, image) of the sheet-tab bar, restored after the cells are drawn
         self.band: tuple[str, int, str] | None = None  # ("row" | "column", row or column index, colour)
 
     # ------------------------------------------------------------------ text helpers
@@ -563,7 +563,10 @@ class _View:
         if not cands:
             raise SuiteError("no filled cell")
         c, r = self.rng.choice(cands)
-        return c, r, self.sheet.values[(c, r)]
+        value = self.sheet.values[(c, r)]
+        if not value:  # cands hold cells that show a value
+            raise SuiteError("no filled cell")
+        return c, r, value
 
 
 def _cell_ref(v: _View) -> Named:

@@ -266,8 +266,8 @@ class _Doc:
             tw = round(self.painter.length("dejavu-serif", 22, title))
             self.label("heading", (W - tw) // 2, 56, title, (80, 60, 40), "dejavu-serif", 22, category="heading")
             self.label("chrome:pageno", W // 2 - 8, H - 14, str(rng.randint(2, 300)), (120, 100, 80), "dejavu-serif", 12)
-            m = rng.randint(90, 170)
-            return m, 84 + rng.randint(0, 16), W - m, H - 34
+            margin = rng.randint(90, 170)
+            return margin, 84 + rng.randint(0, 16), W - margin, H - 34
         # dark notes app
         d.rectangle([0, 0, W - 1, 35], fill=(45, 46, 50))
         self.label("chrome:title", 14, 23, f"Notes — {title}", (200, 200, 200), ui, 13)
@@ -347,6 +347,8 @@ class _Doc:
                         words.append(Word(k, w, start, core, lead, trail, box, styles.get(w)))
                     pos += len(tok) + 1
                 lbox = union_box(c.box for c in chars)
+                if lbox is None:
+                    raise SuiteError(f"line {k} has no ink: {text!r}")
                 page.lines.append(Line(k, p, text, pens, chars, words, y + asc_t, y + asc_b, lbox))
                 page.paras[p].append(k)
                 y += line_h
@@ -376,14 +378,19 @@ class _Doc:
                 b = 7 if i == n else max(1, min(3, (ln.pens[i + 1] - x) // 2))
                 els.append(Element(f"caret:{k}.{i}", "caret", [x - a, ln.top, x + b, ln.bottom]))
             for i, ch in enumerate(ln.text):
-                if ch == " " and 0 < i < n - 1 and ln.chars[i - 1].box and ln.chars[i + 1].box:
-                    l, r = ln.chars[i - 1].box[2], ln.chars[i + 1].box[0]
+                if ch != " " or not 0 < i < n - 1:
+                    continue
+                before, after = ln.chars[i - 1].box, ln.chars[i + 1].box
+                if before and after:
+                    l, r = before[2], after[0]
                     if r - l < 2:
                         l, r = ln.pens[i], ln.pens[i + 1]
                     els.append(Element(f"space:{k}.{i}", "space", [l, ln.top, r, ln.bottom]))
         for p, ks in page.paras.items():
-            box = union_box(page.lines[k].box for k in ks)
-            els.append(Element(f"para:{p}", "paragraph", box))
+            pbox = union_box(page.lines[k].box for k in ks)
+            if pbox is None:
+                raise SuiteError(f"paragraph {p} has no line")
+            els.append(Element(f"para:{p}", "paragraph", pbox))
 
 
 def _fold(s: str) -> str:

@@ -319,7 +319,7 @@ class StandInHub:
         """``http://127.0.0.1:<port>`` (set ``HF_ENDPOINT`` to it)."""
         if self._server is None:
             raise RuntimeError("the stand-in hub is not started")
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> "StandInHub":

@@ -101,7 +101,7 @@ class FakeOllama:
     def url(self) -> str:
         """``http://127.0.0.1:<port>``."""
         assert self._server is not None
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> "FakeOllama":
@@ -125,7 +125,11 @@ class FakeOllama:
             self.dead = True
         server = self._server
         if server is not None:
-            threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+            def stop() -> None:
+                server.shutdown()
+                server.server_close()
+
+            threading.Thread(target=stop, daemon=True).start()
 
     def stop(self) -> None:
         """Shut down and wait for the serving thread."""

@@ -79,7 +79,8 @@ def parse_chat(body: dict) -> ChatRequest:
     from PIL import Image
 
     size = None
-    system, user = [], []
+    system: list[str] = []
+    user: list[str] = []
     for msg in body.get("messages") or []:
         if not isinstance(msg, dict):
             continue

@@ -144,7 +144,7 @@ def point_bench_files(seed: int = 1) -> dict[str, bytes]:
         name = f"{cat}_{i:02d}.png"
         files[f"images/{cat}/{name}"] = _png(img)
         files[f"masks/{cat}_{i:02d}_mask.png"] = _png(_mask([placed[t][1] for t in targets]))
-        row = {"image_filename": name, "user_input": text, "category": cat, "mask_filename": f"{cat}_{i:02d}_mask.png"}
+        row: dict[str, Any] = {"image_filename": name, "user_input": text, "category": cat, "mask_filename": f"{cat}_{i:02d}_mask.png"}
         if cat == "counting":
             row["count"] = len(targets)
         rows.append(row)

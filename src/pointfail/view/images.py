@@ -196,7 +196,7 @@ class ImageStore:
         if info.file is not None and rec.image.sha256 and info.sha256 != rec.image.sha256:
             return ImageInfo(info.path, info.file, info.sha256, info.full, info.thumb,
                              f"the file at {info.path} is not the image this record was made from "
-                             f"(sha256 {info.sha256[:12]}… on disk, {rec.image.sha256[:12]}… in the record); "
+                             f"(sha256 {(info.sha256 or '?')[:12]}… on disk, {rec.image.sha256[:12]}… in the record); "
                              + self.hint(rec.benchmark))
         return info
 

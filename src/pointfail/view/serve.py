@@ -39,7 +39,7 @@ def serve(site_dir: str | Path, *, port: int = 0, open_browser: bool = True,
     """Serve ``site_dir`` on loopback until interrupted (Ctrl-C), opening the study page in the
     default browser when ``open_browser``. Prints the URL."""
     httpd = make_server(site_dir, port)
-    host, real_port = httpd.server_address[:2]
+    host, real_port = httpd.socket.getsockname()[:2]
     url = f"http://{host}:{real_port}/index.html"
     if log:
         log(f"[view] serving {site_dir} at {url} (Ctrl-C stops)")

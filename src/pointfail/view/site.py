@@ -341,8 +341,8 @@ def build_site(
     if toml.is_file():
         import tomllib
 
-        with open(toml, "rb") as f:
-            description = str(tomllib.load(f).get("study", {}).get("description", ""))
+        with open(toml, "rb") as fh:
+            description = str(tomllib.load(fh).get("study", {}).get("description", ""))
     notes = [f"{n} records of {b} have no image in this site: {hint}." for b, (n, hint) in sorted(missing.items())]
     summary = {"records": len(idx.rows), "models": len(comp.models), "benchmarks": len(comp.benchmarks),
                "errors": sum(comp.cells[(m, POOLED)].error for m in comp.models)}

@@ -24,9 +24,12 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..plan import PlanError
+
+if TYPE_CHECKING:
+    from ..images import BuiltImage
 
 ENFORCEMENT: dict[str, dict[str, str]] = {
     "local": {
@@ -143,7 +146,7 @@ def default_run_dir(plan_file: Path) -> Path:
 
 
 def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], variant: str, client,
-               reference: Callable[[object, str], str], archive: Optional[Callable[[object, str], Optional[str]]] = None,
+               reference: Callable[[BuiltImage, str], str], archive: Optional[Callable[[BuiltImage, str], Optional[str]]] = None,
                base_lock: Optional[Path] = None, log: Callable[[str], None] = print) -> dict:
     """Step 2 of the module docstring for ``models``: ``{model: ModelRun}``. ``reference(built,
     model)`` gives the runtime's image reference for a :class:`~pointfail_runner.images.BuiltImage`;

@@ -222,7 +222,8 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
     from . import registry_reference
 
     settings = settings or K8sSettings()
-    if not settings.registry:
+    registry = settings.registry
+    if not registry:
         raise PlanError("the k8s executor needs [k8s] registry (images are pulled by digest from it)")
     plan, run, study, roots, shards = prepare(plan_file, repo=repo, run_dir=run_dir, data_root=data_root,
                                               weights_root=weights_root, models=models, missing=missing, log=log)
@@ -231,7 +232,7 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
         return Submission(run, {}, {})
     client = client or ensure_engine()
     runs = pin_models(plan, run, repo=repo, study=study, roots=roots, models=names, variant=variant, client=client,
-                      reference=lambda built, name: registry_reference(client, built, settings.registry,
+                      reference=lambda built, name: registry_reference(client, built, registry,
                                                                        push=settings.push, log=log),
                       base_lock=base_lock, log=log)
     stage_shards(plan, run, study=study, roots=roots, shards=shards, log=log)

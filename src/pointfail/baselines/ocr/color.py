@@ -69,7 +69,7 @@ def color_point(image: Any, instruction: str, grid: Optional[SheetGrid]) -> Opti
         if cells:
             if "column" in low or "row" in low:
                 idx = 0 if "column" in low else 1
-                groups: dict[int, list] = {}
+                groups: dict[float, list] = {}
                 for c in cells:
                     groups.setdefault(c[idx], []).append(c)
                 best = max(groups.values(), key=len)

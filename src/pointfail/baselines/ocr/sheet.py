@@ -223,9 +223,9 @@ def _offsets(text: str) -> tuple[int, int]:
             dc += n if d == "right" else -n if d == "left" else 0
         else:
             dr += n if d in ("down", "below") else -n if d in ("up", "above") else 0
-    m = re.search(r"(?:click|move)\s+(\d+)\s+rows?\s+(up|down)", t)
-    if m and dr == 0:
-        dr = int(m.group(1)) * (1 if m.group(2) == "down" else -1)
+    moved = re.search(r"(?:click|move)\s+(\d+)\s+rows?\s+(up|down)", t)
+    if moved and dr == 0:
+        dr = int(moved.group(1)) * (1 if moved.group(2) == "down" else -1)
     return dc, dr
 
 

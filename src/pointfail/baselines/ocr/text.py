@@ -275,11 +275,12 @@ def text_target(instruction: str, words: list[Word], image: Any = None
                 if re.search(r"\b(click|place|put)\b.*\bafter the (?:question mark|period|full stop|exclamation)", low) \
                         or re.search(r"sentence ending", low):
                     return w.box, (s[2] + 1.5, w.cy), "after_punctuation"
-                return tuple(float(v) for v in s), ((s[0] + s[2]) / 2, (s[1] + s[3]) / 2), "punctuation"
+                glyph = (float(s[0]), float(s[1]), float(s[2]), float(s[3]))
+                return glyph, ((s[0] + s[2]) / 2, (s[1] + s[3]) / 2), "punctuation"
     if len(qs) >= 2 and re.search(r"\b(between|gap|blank)\b", low) and not re.search(r"\b(characters?|letters?)\b", low):
-        a, b = find_phrase(words, qs[0][1]), find_phrase(words, qs[1][1])
-        for ra in a:
-            for rb in b:
+        runs_a, runs_b = find_phrase(words, qs[0][1]), find_phrase(words, qs[1][1])
+        for ra in runs_a:
+            for rb in runs_b:
                 ba, bb = union(ra), union(rb)
                 if ra[-1].line == rb[0].line and 0 <= bb[0] - ba[2] < 3 * (ba[3] - ba[1]):
                     box = (ba[2], min(ba[1], bb[1]), bb[0], max(ba[3], bb[3]))
@@ -330,9 +331,9 @@ def text_target(instruction: str, words: list[Word], image: Any = None
         if not runs:
             continue
         run = _pick(runs, instruction, start, W, image, words)
-        k = ordinal(instruction, start)
+        nth = ordinal(instruction, start)
         ctx = [r for _, q2 in qs[qi + 1:] for r in find_phrase(words, q2)]
-        if not k and len(runs) > 1 and ctx:
+        if not nth and len(runs) > 1 and ctx:
             run = min(runs, key=lambda r: min(abs(r[0].index - c[0].index) + (0 if r[0].line == c[0].line else 1000)
                                               for c in ctx))
         box = union(run)
