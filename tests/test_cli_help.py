@@ -75,6 +75,39 @@ def test_help_is_plain_text_with_an_example_that_parses(capsys, cmd):
         assert getattr(parsed, "func", None) is not None, line
 
 
+def test_the_command_table_is_what_the_modules_register():
+    """``pointfail --help`` lists commands from pointfail.commands.COMMANDS without importing any
+    command module; each module must register exactly the commands the table gives it."""
+    import importlib
+    import pkgutil
+
+    import pointfail.commands as pkg
+    from pointfail.commands import COMMANDS
+
+    modules = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
+    assert sorted({mod for mod, _ in COMMANDS.values()}) == modules
+    for module in modules:
+        top = build_parser_for(importlib.import_module(f"pointfail.commands.{module}"))
+        assert top == [name for name, (mod, _) in COMMANDS.items() if mod == module], module
+
+
+def build_parser_for(module) -> list[str]:
+    """The top-level command names ``module.register`` adds, in order."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    module.register(sub)
+    return list(sub.choices)
+
+
+def test_help_imports_no_command_module():
+    code = ("import sys\nfrom pointfail.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('pointfail.commands.') and m != 'pointfail.commands._help'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    code = code.replace("['--help']", "['verify', '--help']")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert out.strip().splitlines()[-1] == "['pointfail.commands.aggregate']"
+
+
 def test_defaults_are_shown(capsys):
     text = _help(capsys, ["judge", "--help"])
     assert re.search(r"--concurrency CONCURRENCY\s+judge requests in flight \(default: 4\)", text)

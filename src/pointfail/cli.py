@@ -1,11 +1,12 @@
 """The ``pointfail`` command line.
 
-Subcommands live one module each in ``pointfail/commands/``; each module defines ``COMMANDS`` (the
-subcommands it adds, each with its one-line help) and ``register(subparsers) -> None``, which adds
-its parser(s) and sets ``func`` (called with the parsed ``argparse.Namespace``, returning an exit
-code). :func:`main` builds only the parser of the subcommand named on the command line (and for
-``pointfail --help`` only the listing), and command modules import their heavy dependencies inside
-their functions, so a start costs little more than the interpreter (``bench/cli.py`` measures it).
+Subcommands live one module each in ``pointfail/commands/``; :data:`pointfail.commands.COMMANDS` is
+the table of them (name -> module and the one line ``pointfail --help`` shows), and each module
+defines ``register(subparsers) -> None``, which adds its parser(s) and sets ``func`` (called with the
+parsed ``argparse.Namespace``, returning an exit code). :func:`main` imports and builds only the module
+of the subcommand named on the command line, and ``pointfail --help`` imports none (the listing comes
+from the table); command modules import their heavy dependencies inside their functions, so a start
+costs little more than the interpreter and argparse (``bench/cli.py`` measures it).
 """
 
 from __future__ import annotations
@@ -19,21 +20,11 @@ from pointfail import __version__
 
 
 def command_index() -> dict[str, tuple[str, str]]:
-    """Every subcommand: name -> ``(module, one-line help)``, from the ``COMMANDS`` of each module in
-    ``pointfail.commands`` (modules sorted by name, so the listing does not depend on directory
-    order). Importing a command module is cheap: it imports its heavy dependencies only when run."""
-    import pointfail.commands as pkg
+    """Every subcommand: name -> ``(module, one-line help)``, in the order ``pointfail --help`` lists
+    them (:data:`pointfail.commands.COMMANDS`, module names made absolute). Imports no command module."""
+    from pointfail.commands import COMMANDS
 
-    names: set[str] = set()
-    for folder in pkg.__path__:  # os.scandir, not pkgutil: pkgutil imports inspect (tens of ms)
-        with os.scandir(folder) as it:
-            names.update(e.name[:-3] for e in it if e.name.endswith(".py") and not e.name.startswith("_"))
-    out: dict[str, tuple[str, str]] = {}
-    for name in sorted(names):
-        module = f"pointfail.commands.{name}"
-        for command, line in importlib.import_module(module).COMMANDS.items():
-            out[command] = (module, line)
-    return out
+    return {name: (f"pointfail.commands.{module}", line) for name, (module, line) in COMMANDS.items()}
 
 
 def _top_parser() -> argparse.ArgumentParser:
@@ -75,14 +66,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _Listed(argparse.ArgumentParser):
+    """A subcommand as the listing shows it: its name and one line, no parser behind it. The listing
+    parses only ``pointfail`` alone, ``--help``, ``--version`` or an unknown command, never a known
+    subcommand's arguments (:func:`main` builds that command's real parser instead), so nothing is
+    built: an ``ArgumentParser.__init__`` per command (its gettext look-ups) was most of the listing's
+    cost. Given to ``add_subparsers(parser_class=)``; never call its methods."""
+
+    def __init__(self, **kwargs: object) -> None:  # deliberately not ArgumentParser.__init__
+        self.prog = str(kwargs.get("prog", ""))
+
+
 def _listing_parser(index: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
     """The parser for ``pointfail`` alone, ``--help``, ``--version`` or an unknown command: every
-    subcommand listed with its one line (in module order, as :func:`build_parser` lists them), none
-    built in full."""
+    subcommand listed with its one line (in the table's order, as :func:`build_parser` lists them), none
+    built."""
     parser = _top_parser()
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Listed)
     for name, (_, line) in index.items():
-        sub.add_parser(name, help=line, add_help=False)
+        sub.add_parser(name, help=line)
     return parser
 
 
@@ -100,8 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     (:class:`pointfail.extras.MissingExtra`) prints one line naming the extra to install and returns
     2; a reader that closed the pipe (``pointfail families | head``) ends output quietly (exit 141,
     as a process killed by SIGPIPE)."""
-    from pointfail.extras import MissingExtra
-
     command = None
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -115,7 +115,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         rc = args.func(args)
         sys.stdout.flush()
-    except MissingExtra as e:
+    except ImportError as e:
+        from pointfail.extras import MissingExtra  # imported only when it may be one: a start stays light
+
+        if not isinstance(e, MissingExtra):
+            raise
         print(f"pointfail {command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-TYPE_CHECKING = False  # typing is not imported at run time: ``pointfail --help`` imports every command module
+TYPE_CHECKING = False  # typing is not imported at run time: ``pointfail --help`` imports this module
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -50,19 +50,24 @@ def example_epilog(*examples: str) -> str:
     return head + "\n" + "\n".join(f"  {e}" for e in examples)
 
 
-def add_command(subparsers: Any, name: str, *, help: str, description: str, example: str | tuple[str, ...],
-                **kwargs: Any) -> argparse.ArgumentParser:
+def add_command(subparsers: Any, name: str, *, description: str, example: str | tuple[str, ...],
+                help: str | None = None, **kwargs: Any) -> argparse.ArgumentParser:
     """Add a subcommand whose ``--help`` follows the rules of this module.
 
     Args:
         subparsers: the ``add_subparsers()`` action of the parent parser.
         name: the command name.
-        help: one line for the parent's command list.
+        help: one line for the parent's command list; by default a top-level command's line in
+            :data:`pointfail.commands.COMMANDS` (the line ``pointfail --help`` shows).
         description: plain text, shown as written (leading/trailing blank lines removed).
         example: one command line (or a tuple of them) shown under ``example:``.
         kwargs: passed on to ``add_parser`` (``aliases``, ``parser_class``, ...).
     """
     examples = (example,) if isinstance(example, str) else tuple(example)
+    if help is None:
+        from pointfail.commands import COMMANDS
+
+        help = COMMANDS[name][1]
     return subparsers.add_parser(
         name,
         help=help,

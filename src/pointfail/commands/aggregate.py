@@ -9,19 +9,10 @@ import sys
 from pointfail.commands._help import add_command
 
 
-COMMANDS: dict[str, str] = {
-    "aggregate": "compute every table from a study's records",
-    "verify": "regenerate the tables and compare them byte for byte with the committed ones",
-    "report": "failure-profile figures (HTML and PNG), gallery, tolerance curves",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``aggregate``, ``verify`` and ``report`` subcommands."""
     p = add_command(
         subparsers, "aggregate",
-        help=COMMANDS["aggregate"],
         description="""\
 Compute every table from a study's per-sample records
 (records/<study>/<model>/<benchmark>.jsonl) into records/<study>/tables/: hit rates
@@ -37,7 +28,6 @@ regenerate byte for byte.""",
 
     v = add_command(
         subparsers, "verify",
-        help=COMMANDS["verify"],
         description="""\
 Regenerate every table of a study in a temporary directory and compare it byte for
 byte with the committed tables and their SHA256SUMS; re-derive every record's parse,
@@ -57,7 +47,6 @@ match the records schema.""",
 
     r = add_command(
         subparsers, "report",
-        help=COMMANDS["report"],
         description="""\
 Draw a study's figures from its records into <study>/report/: failure_profile.html
 (one stacked bar per model and benchmark: hits, the four failure modes, misses not

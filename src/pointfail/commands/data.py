@@ -8,19 +8,12 @@ import sys
 from pointfail.commands._help import add_command, prints_help
 
 
-COMMANDS: dict[str, str] = {
-    "data": "fetch or check benchmark data",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data fetch`` / ``data sources`` / ``data check``."""
     from pathlib import Path
 
     p = add_command(
         subparsers, "data",
-        help=COMMANDS["data"],
         description="""\
 Benchmark data on disk. fetch downloads a benchmark from its publisher's hub
 repository at a pinned commit and checks every file's sha256; sources lists where

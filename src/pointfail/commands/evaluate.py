@@ -50,18 +50,11 @@ EXAMPLE = ("pointfail evaluate --benchmark suite --data suites/sheets --replies 
            "--family molmo --out results/sheets")
 
 
-COMMANDS: dict[str, str] = {
-    "evaluate": "from a file of your model's replies to its failure modes, tables, report and browser",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail evaluate``."""
     from pathlib import Path
 
     p = add_command(subparsers, "evaluate",
-                    help=COMMANDS["evaluate"],
                     description=DESCRIPTION, example=EXAMPLE)
     p.add_argument("--benchmark", required=True,
                    help="the benchmark's loader: suite (a generated suite), pointerbench-sheets, pointerbench-text, "

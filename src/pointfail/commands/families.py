@@ -7,7 +7,7 @@ import sys
 
 from pointfail.commands._help import add_command
 
-TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
+TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail COMMAND --help`` stays light
 if TYPE_CHECKING:
     from typing import Any
 
@@ -146,16 +146,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, str] = {
-    "families": "model families: coordinate frame, example prompt and reply, checkpoints",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail families [NAME ...] [--format FMT]``."""
     p = add_command(subparsers, "families",
-                    help=COMMANDS["families"],
                     description=DESCRIPTION, example="pointfail families qwen2.5-vl molmo")
     p.add_argument("names", nargs="*", metavar="NAME", help="families to show in full (any spelling)")
     p.add_argument("--format", default="simple",

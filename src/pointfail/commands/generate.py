@@ -70,18 +70,11 @@ def _missing(kind: str):
     return run
 
 
-COMMANDS: dict[str, str] = {
-    "generate": "generate a synthetic suite (sheets, text, web) or verify one",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail generate`` with one sub-command per suite kind plus ``verify``."""
     import textwrap
 
-    p = add_command(subparsers, "generate", help=COMMANDS["generate"],
-                    description=DESCRIPTION,
+    p = add_command(subparsers, "generate", description=DESCRIPTION,
                     example=(KIND_EXAMPLES["sheets"], "pointfail generate verify suites/sheets"))
     kinds = p.add_subparsers(dest="kind", metavar="KIND", parser_class=_LazyKindParser)
     for kind, help_text in KINDS.items():

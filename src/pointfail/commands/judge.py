@@ -9,7 +9,7 @@ import sys
 from pointfail.commands._help import add_command
 from pointfail.judge.settings import DEFAULT_OPTIONS
 
-TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail --help`` imports every command module
+TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail COMMAND --help`` stays light
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Optional
@@ -40,19 +40,10 @@ def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> 
     p.add_argument("--no-schema", action="store_true", help="do not send the structured-output schema")
 
 
-COMMANDS: dict[str, str] = {
-    "judge": "label every miss in a study's records with a failure mode (oracle or a model judge)",
-    "judge-one": "judge one miss with an Ollama judge and print JSON",
-    "judge-agreement": "compare a judge's labels with the oracle's on the same misses",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``judge``, ``judge-one`` and ``judge-agreement`` subcommands."""
     p = add_command(
         subparsers, "judge",
-        help=COMMANDS["judge"],
         description=f"""\
 Label every miss in a study's records with a failure mode. The oracle judge reads
 the suite's scene graph (exact, no model needed); a model judge (--judge ollama, or
@@ -88,7 +79,6 @@ to fill them in).""",
 
     o = add_command(
         subparsers, "judge-one",
-        help=COMMANDS["judge-one"],
         description=f"""\
 Judge one miss: draw the image with the target in green and the point in red, ask the
 Ollama judge for exactly one failure-mode label (up to five attempts) and print JSON:
@@ -121,7 +111,6 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
 
     a = add_command(
         subparsers, "judge-agreement",
-        help=COMMANDS["judge-agreement"],
         description="""\
 Compare every judge besides the oracle (or the one named by --judge) with the oracle,
 over the misses both labeled: confusion matrix, per-label precision and recall,

@@ -26,16 +26,9 @@ EXAMPLE = ("pointfail score --family molmo --image-size 1024 768 --box 100 100 2
            "--text '<point x=\"14.6\" y=\"19.5\" alt=\"x\">x</point>'")
 
 
-COMMANDS: dict[str, str] = {
-    "score": "parse and score one model reply against a mask or box",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``score`` subcommand."""
-    p = add_command(subparsers, "score", help=COMMANDS["score"],
-                    description=DESCRIPTION, example=EXAMPLE)
+    p = add_command(subparsers, "score", description=DESCRIPTION, example=EXAMPLE)
     p.add_argument("--family", required=True,
                    help="model family, any spelling (qwen2.5-vl, Qwen2.5-VL); list: pointfail families")
     img = p.add_mutually_exclusive_group(required=True)

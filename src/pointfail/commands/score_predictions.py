@@ -41,12 +41,6 @@ EXAMPLE = ("pointfail score-predictions --benchmark pointerbench-text --data ../
            "--predictions preds.jsonl --frame pixels --out rows.jsonl")
 
 
-COMMANDS: dict[str, str] = {
-    "score-predictions": "score a PointerBench predictions file (official rules, per-row results and breakdowns)",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``score-predictions`` subcommand."""
     from pathlib import Path
@@ -54,7 +48,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from pointfail.replies import FRAMES
 
     p = add_command(subparsers, "score-predictions",
-                    help=COMMANDS["score-predictions"],
                     description=DESCRIPTION, example=EXAMPLE)
     p.add_argument("--benchmark", required=True, choices=CHOICES, help="which benchmark the ids belong to")
     p.add_argument("--data", required=True, type=Path, metavar="DIR", help="subset directory or its parent")

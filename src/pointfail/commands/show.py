@@ -135,18 +135,11 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     return canvas
 
 
-COMMANDS: dict[str, str] = {
-    "show": "draw a suite sample with its target and scene graph",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail show``."""
     from pointfail.commands._help import add_command
 
-    p = add_command(subparsers, "show", help=COMMANDS["show"],
-                    description="""\
+    p = add_command(subparsers, "show", description="""\
 Draw one or more samples of a suite (any directory in PointerBench's layout) for a
 person to look at: the screenshot with every scene-graph element outlined (one colour
 per category), the target filled green, the row's reference point as a small cross,

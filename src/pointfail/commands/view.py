@@ -16,18 +16,11 @@ import argparse
 import sys
 
 
-COMMANDS: dict[str, str] = {
-    "view": "per-sample failure browser of a study (static site; --serve opens it)",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail view``."""
     from pointfail.commands._help import add_command
 
-    p = add_command(subparsers, "view", help=COMMANDS["view"],
-                    description="""\
+    p = add_command(subparsers, "view", description="""\
 Write a study's failure browser, a static site that opens from file:// (default
 <study>/view/): a study page (failure profile, hit rates, failure composition; each
 bar segment links to exactly its samples), a sample list (filters, counts, keyboard

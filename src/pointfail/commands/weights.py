@@ -8,19 +8,12 @@ import argparse
 import sys
 
 
-COMMANDS: dict[str, str] = {
-    "weights-manifest": "sha256 manifest of a weights folder (run right after downloading), or check a folder against one",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``pointfail weights-manifest DIR [--out FILE | --check FILE]``."""
     from pointfail.commands._help import add_command
 
     p = add_command(
         subparsers, "weights-manifest",
-        help=COMMANDS["weights-manifest"],
         description="Write the sha256 and size of every file under DIR as a weights manifest (--out), or check\n"
         "DIR against a manifest (--check): every listed file present and unchanged, nothing unlisted, no\n"
         "symlinks. Remote-code families (Molmo v1) load only when the check passes.",

@@ -10,11 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-COMMANDS: dict[str, str] = {
-    "weights": "fetch a study model's checkpoint (pinned by the study lock)",
-}
-"""The commands this module adds, with the one line ``pointfail --help`` shows for each."""
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``weights fetch``."""
@@ -23,8 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from pointfail.commands._help import add_command, prints_help
 
     p = add_command(
-        subparsers, "weights", help=COMMANDS["weights"],
-        description="""\
+        subparsers, "weights", description="""\
 Model weights on disk. fetch downloads a study model's checkpoint from its hub
 repository through the study's lock: the first fetch resolves an unpinned revision
 once and writes it, with a sha256 per file, to study.lock beside the study; later
