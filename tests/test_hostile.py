@@ -291,10 +291,10 @@ def test_kill_9_mid_write_leaves_the_old_records_or_the_new(tmp_path):
 def test_container_logs_are_capped_and_made_printable(tmp_path):
     """A container that floods its log with terminal escape sequences: the terminal gets printable
     lines cut to a bounded length, the log file stops at its cap and says how much was dropped."""
-    from pointfail_runner.container import _LogSink
+    from pointfail_runner.container import LogSink
 
     shown: list[str] = []
-    sink = _LogSink(tmp_path / "container.log", shown.append, cap=1 << 20)
+    sink = LogSink(tmp_path / "container.log", shown.append, cap=1 << 20)
     evil = b"\x1b]0;pwned\x07\x1b[2J\r\x9b31m" + b"\xe2\x80\xae" + b"A" * 5000 + b"\n"
     for _ in range(4000):  # about 20 MB
         sink.feed(evil)

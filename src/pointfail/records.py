@@ -386,12 +386,10 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks. Raises ``OSError`` if unreadable."""
-    h = hashlib.sha256()
+    """Hex sha256 of a file's bytes (``hashlib.file_digest``: read in chunks, never whole). Raises
+    ``OSError`` if unreadable."""
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def write_records(path: str | Path, records: Iterable[Record]) -> int:

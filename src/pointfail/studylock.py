@@ -24,13 +24,13 @@ git blob id), as :mod:`pointfail.benchmarks.fetch` does.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.hub import COMMIT_ID, hub_expected_files, hub_offline
 from pointfail.records import canonical_json, sha256_file
 
 __all__ = ["LOCK_NAME", "SCHEMA", "LockError", "lock_path", "read_lock", "write_lock", "fetch_locked", "verify_tree",
@@ -39,7 +39,6 @@ __all__ = ["LOCK_NAME", "SCHEMA", "LockError", "lock_path", "read_lock", "write_
 LOCK_NAME = "study.lock"
 SCHEMA = "pointfail.study_lock/1"
 KINDS = ("benchmarks", "models")
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -78,7 +77,7 @@ def read_lock(path: str | Path) -> dict[str, Any]:
             problems.append(f"{kind}: not an object")
             continue
         for name, entry in entries.items():
-            if not isinstance(entry, dict) or not _SHA.match(str(entry.get("revision", ""))) \
+            if not isinstance(entry, dict) or not COMMIT_ID.match(str(entry.get("revision", ""))) \
                     or not isinstance(entry.get("files"), dict):
                 problems.append(f"{kind}.{name}: needs repo_id, repo_type, a 40-hex revision and files")
                 continue
@@ -99,25 +98,13 @@ def write_lock(path: str | Path, lock: dict[str, Any]) -> None:
     os.replace(tmp, p)
 
 
-def _offline() -> bool:
-    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``, which huggingface_hub reads the same way) is set."""
-    v = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    return v.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _wanted(path: str, patterns: Optional[tuple[str, ...]]) -> bool:
-    if path.startswith(".cache/") or path == ".gitattributes":
-        return False
-    return patterns is None or any(fnmatch.fnmatch(path, pat) for pat in patterns)
-
-
 def resolve_revision(repo_id: str, repo_type: str, revision: str = "main") -> str:
     """The commit ``revision`` of ``repo_id`` names on the hub (``HfApi.repo_info(...).sha``).
 
     Raises:
         LockError: offline, or the hub refused (repository or revision not found, transport error).
     """
-    if _offline():
+    if hub_offline():
         raise LockError(f"{repo_id}: offline (HF_HUB_OFFLINE is set): cannot resolve {revision!r}")
     from pointfail.extras import require
 
@@ -129,7 +116,7 @@ def resolve_revision(repo_id: str, repo_type: str, revision: str = "main") -> st
         sha = HfApi().repo_info(repo_id, repo_type=repo_type, revision=revision).sha
     except (HfHubHTTPError, OSError) as e:
         raise LockError(f"{repo_id}: cannot resolve revision {revision!r}: {e}") from None
-    if not sha or not _SHA.match(sha):
+    if not sha or not COMMIT_ID.match(sha):
         raise LockError(f"{repo_id}: the hub answered revision {revision!r} with {sha!r}, not a commit id")
     return sha
 
@@ -174,7 +161,7 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}")
-    if pinned is not None and not _SHA.match(pinned):
+    if pinned is not None and not COMMIT_ID.match(pinned):
         raise LockError(f"{name}: pinned revision {pinned!r} is not a 40-hex commit (branches and tags move)")
     lock = read_lock(lock_file)
     entry = lock[kind].get(name)
@@ -190,12 +177,12 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     else:
         rev = pinned or resolve_revision(repo_id, repo_type)
         log(f"[lock] {name}: {repo_id}@{rev} ({'pinned' if pinned else 'resolved from main'}; not locked yet)")
-    if _offline():
+    if hub_offline():
         raise LockError(f"{name}: offline (HF_HUB_OFFLINE is set); cannot download {repo_id}@{rev}")
     from pointfail.extras import require
 
     require("hub", "fetching from a hub")
-    from huggingface_hub import DatasetInfo, HfApi, ModelInfo, SpaceInfo, snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError
 
     from pointfail.benchmarks.fetch import verify_files
@@ -203,11 +190,7 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     out = Path(dest)
     try:
         info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=rev, files_metadata=True)
-        expected: dict[str, tuple[str, str]] = {}
-        for sib in (info.siblings if isinstance(info, (ModelInfo, DatasetInfo, SpaceInfo)) else None) or []:
-            if not _wanted(sib.rfilename, allow_patterns):
-                continue
-            expected[sib.rfilename] = ("sha256", sib.lfs.sha256) if sib.lfs is not None else ("git-sha1", sib.blob_id or "")
+        expected = hub_expected_files(info, allow_patterns)
         snapshot_download(repo_id, repo_type=repo_type, revision=rev, local_dir=out,
                           allow_patterns=list(allow_patterns) if allow_patterns else None)
     except (HfHubHTTPError, OSError) as e:

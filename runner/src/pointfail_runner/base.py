@@ -229,11 +229,8 @@ def pack(rootfs: Path, out: Path) -> str:
 
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
         tar.add(str(rootfs), arcname=".", filter=_filter)  # tarfile adds directory entries sorted
-    h = hashlib.sha256()
     with open(out, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def read_lock(lock_path: Path) -> Optional[dict]:

@@ -27,7 +27,6 @@ no absolute paths, no ``..``, no links, so a damaged or hostile archive cannot w
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -39,6 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Callable, Optional
+
+from .locks import file_sha256
 
 INDEX_SCHEMA = "pointfail.bundle/1"
 SUMS = "SHA256SUMS"
@@ -57,14 +58,6 @@ class OpenedBundle:
     root: Path
     index: dict
     images: dict
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -236,7 +229,7 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
                     f"make reproduce STUDY={study.name} BUNDLE={final.name}"],
         }
         (stage / "index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
-        sums = {str(p.relative_to(stage)): _sha256(p) for p in files + [stage / "index.json"]}
+        sums = {str(p.relative_to(stage)): file_sha256(p) for p in files + [stage / "index.json"]}
         (stage / SUMS).write_text("".join(f"{h}  {rel}\n" for rel, h in sorted(sums.items())))
         part = final.with_suffix(".tar.part")
         with tarfile.open(part, "w") as tar:
@@ -246,7 +239,7 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
                 if (stage / name).exists():
                     _add_tree(tar, stage / name, f"{folder}/{name}")
         part.rename(final)
-    digest = _sha256(final)
+    digest = file_sha256(final)
     final.with_name(final.name + ".sha256").write_text(f"{digest}  {final.name}\n")
     size = final.stat().st_size
     log(f"[bundle] {final} ({size / 1e9:.2f} GB, sha256 {digest[:16]}…) in {time.monotonic() - t0:.0f} s")
@@ -295,7 +288,7 @@ def unpack(bundle: Path, dest: Path) -> Path:
     present = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} - {SUMS}
     problems = [f"{rel}: listed, missing" for rel in sorted(set(listed) - present)]
     problems += [f"{rel}: present, not listed" for rel in sorted(present - set(listed))]
-    problems += [f"{rel}: sha256 differs" for rel in sorted(set(listed) & present) if _sha256(root / rel) != listed[rel]]
+    problems += [f"{rel}: sha256 differs" for rel in sorted(set(listed) & present) if file_sha256(root / rel) != listed[rel]]
     if problems:
         raise BundleError(f"{bundle} failed its checksums:\n  " + "\n  ".join(problems[:20]))
     return root

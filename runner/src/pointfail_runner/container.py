@@ -388,10 +388,11 @@ def printable(line: str, limit: int = MAX_LOG_LINE_CHARS) -> str:
     return s
 
 
-class _LogSink:
+class LogSink:
     """Writes container log chunks to ``container.log`` (opened by the runner with ``O_NOFOLLOW``,
     appended) up to ``cap`` bytes, and hands printable lines (at most ``cap`` bytes' worth) to
-    ``echo``; keeps the last lines for :class:`ContainerFailed`."""
+    ``echo``; keeps the last lines for :class:`ContainerFailed`. Used for model containers and for
+    the servers the runner starts (:mod:`pointfail_runner.serving`)."""
 
     def __init__(self, path: Path, echo: Callable[[str], None], cap: int = MAX_CONTAINER_LOG_BYTES):
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -417,6 +418,23 @@ class _LogSink:
                 self.echo(f"(container log reached {self.cap} bytes; the rest is not kept)")
         else:
             self.dropped += len(chunk)
+
+    def follow(self, container) -> threading.Thread:
+        """Feed ``container``'s log (docker SDK, ``logs(stream=True, follow=True)``) into this sink
+        on a daemon thread, started and returned (join it before :meth:`close`); the stream ending
+        or failing (container removed, engine gone) ends the thread."""
+        from docker.errors import APIError, NotFound
+
+        def stream() -> None:
+            try:
+                for chunk in container.logs(stream=True, follow=True):
+                    self.feed(chunk)
+            except (APIError, NotFound, OSError, ValueError):
+                return
+
+        thread = threading.Thread(target=stream, daemon=True)
+        thread.start()
+        return thread
 
     def close(self) -> None:
         if self.partial:
@@ -623,7 +641,7 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
     bar = tqdm(total=total + skipped, initial=skipped, unit="sample", desc=family, disable=not progress,
                dynamic_ncols=True)
     echo = (lambda line: tqdm.write(f"[{family}] {line}")) if progress else (lambda line: log(f"[{family}] {line}"))
-    sink = _LogSink(paths.log, echo)
+    sink = LogSink(paths.log, echo)
     try:
         try:
             container = client.containers.create(image, **kwargs)
@@ -634,16 +652,7 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
         container.reload()
         image_id = container.image.id
         settings = {k: container.attrs[k] for k in ("HostConfig", "Config", "Mounts")}
-
-        def _stream() -> None:
-            try:
-                for chunk in container.logs(stream=True, follow=True):
-                    sink.feed(chunk)
-            except (APIError, NotFound, OSError, ValueError):
-                return
-
-        streamer = threading.Thread(target=_stream, daemon=True)
-        streamer.start()
+        streamer = sink.follow(container)
         deadline = t0 + wall_clock_s
         while True:
             bar.update(sum(p.poll() for p in progs))

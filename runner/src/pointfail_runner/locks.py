@@ -110,12 +110,9 @@ def parse_lock(path: Path) -> list[LockEntry]:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 hex digest of a file's bytes."""
-    h = hashlib.sha256()
+    """sha256 hex digest of a file's bytes (``hashlib.file_digest``, read in chunks)."""
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _pip_env(variant: str) -> dict[str, str]:

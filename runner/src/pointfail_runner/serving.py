@@ -263,7 +263,7 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
     net_name = f"pointfail-serve-{model.name}-{uuid.uuid4().hex[:8]}"
     network = container = None
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    sink = cmod._LogSink(log_path, lambda line: None)
+    sink = cmod.LogSink(log_path, lambda line: None)
     streamer: Optional[threading.Thread] = None
     try:
         try:
@@ -275,16 +275,7 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
         except APIError as e:
             raise ServingFailed(f"could not start the {model.serve.engine} server for {model.name} from {image}: "
                                 f"{e}") from e
-
-        def _stream() -> None:
-            try:
-                for chunk in container.logs(stream=True, follow=True):
-                    sink.feed(chunk)
-            except (APIError, NotFound, OSError, ValueError):
-                return
-
-        streamer = threading.Thread(target=_stream, daemon=True)
-        streamer.start()
+        streamer = sink.follow(container)
         container.reload()
         address = container.attrs["NetworkSettings"]["Networks"][net_name]["IPAddress"]
         root = f"http://{address}:{SERVER_PORT}"

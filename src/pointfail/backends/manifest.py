@@ -60,13 +60,10 @@ def _walk(root: Path) -> dict[str, Path]:
 
 
 def _sha256(p: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    n = 0
+    """(sha256 hex digest, bytes read) of the file ``p``."""
     with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-            n += len(chunk)
-    return h.hexdigest(), n
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+        return digest, f.tell()
 
 
 def weights_manifest(weights_dir: Union[str, Path]) -> dict:

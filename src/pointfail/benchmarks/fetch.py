@@ -14,22 +14,17 @@ commit and the sha256 of every file.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from pointfail.hub import COMMIT_ID, hub_expected_files, hub_offline
 from pointfail.records import canonical_json, sha256_file
 
 from ._common import BenchmarkError
 
 __all__ = ["Source", "SOURCES", "FetchError", "fetch", "verify_files", "git_blob_sha1"]
-
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-
 
 @dataclass(frozen=True)
 class Source:
@@ -105,14 +100,6 @@ def verify_files(local_dir: Path, expected: dict[str, tuple[str, str]]) -> list[
     return problems
 
 
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _wanted(path: str, patterns: Optional[tuple[str, ...]]) -> bool:
-    return patterns is None or any(fnmatch.fnmatch(path, pat) for pat in patterns)
-
-
 def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
     """Download benchmark ``name`` into ``to`` at a pinned commit and verify every file.
 
@@ -137,25 +124,18 @@ def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
     if rev is None:
         raise FetchError(f"{name}: no revision is pinned for {src.repo_id} in pointfail's table; pass "
                          f"--revision <40-hex commit> naming the commit you checked on the publisher's repo")
-    if not _SHA.match(rev):
+    if not COMMIT_ID.match(rev):
         raise FetchError(f"{name}: revision {rev!r} is not a 40-hex commit id (branches and tags move; "
                          f"pin a commit)")
-    if _offline():
+    if hub_offline():
         raise FetchError(f"{name}: offline (HF_HUB_OFFLINE is set); cannot download {src.repo_id}@{rev}")
-    from huggingface_hub import DatasetInfo, HfApi, ModelInfo, SpaceInfo, snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, OfflineModeIsEnabled
 
     out = Path(to)
     try:
         info = HfApi().repo_info(src.repo_id, repo_type=src.repo_type, revision=rev, files_metadata=True)
-        expected: dict[str, tuple[str, str]] = {}
-        for sib in (info.siblings if isinstance(info, (ModelInfo, DatasetInfo, SpaceInfo)) else None) or []:
-            if not _wanted(sib.rfilename, src.allow_patterns):
-                continue
-            if sib.lfs is not None:
-                expected[sib.rfilename] = ("sha256", sib.lfs.sha256)
-            elif sib.blob_id:
-                expected[sib.rfilename] = ("git-sha1", sib.blob_id)
+        expected = hub_expected_files(info, src.allow_patterns)
         snapshot_download(src.repo_id, repo_type=src.repo_type, revision=rev, local_dir=out,
                           allow_patterns=list(src.allow_patterns) if src.allow_patterns else None)
     except (OfflineModeIsEnabled, LocalEntryNotFoundError, HfHubHTTPError, OSError) as e:

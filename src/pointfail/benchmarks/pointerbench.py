@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.geometry.shapes import box_area
 from pointfail.records import ImageRef, Sample, Target
 
 from pointfail.study import NAME_PATTERN
@@ -148,7 +149,7 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
                 continue
             scene_graph_path = found.as_posix()
         target = Target(kind="boxes", boxes=[box], eval=dict(ev), sha256=boxes_sha256([box]),
-                        area_px=float((box[2] - box[0]) * (box[3] - box[1])))
+                        area_px=box_area(box))
         samples[sid] = Sample(sample_id=sid, benchmark=benchmark, image=img,
                               instruction=str(row["instruction"]),
                               task="box" if answer_type == "bbox" else "point",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pointfail.geometry.shapes import box_area
 from pointfail.records import Sample, Target
 
 from ._common import NfcIndex, Problems, boxes_sha256, check_box, image_ref, read_json, row_problem
@@ -76,7 +77,7 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
             if img is None:
                 continue
             target = Target(kind="boxes", boxes=[box], sha256=boxes_sha256([box]),
-                            area_px=float((box[2] - box[0]) * (box[3] - box[1])),
+                            area_px=box_area(box),
                             eval={"type": "point_in_bbox", "bbox": box})
             samples[sid] = Sample(
                 sample_id=sid, benchmark=NAME, image=img, instruction=str(row["instruction"]),
