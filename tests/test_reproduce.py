@@ -1,5 +1,6 @@
 """The reproduce driver's pure parts: generator commands, manifest and table comparison, prereqs."""
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -70,8 +71,16 @@ def test_compare_tables_gives_a_unified_diff_per_differing_table(tmp_path):
     (new / "hit_rate.md").write_text("| m | 51.0 |\n")
     (new / "extra.csv").write_text("x\n")
     diffs = reproduce.compare_tables(new, old)
-    assert diffs[0] == "extra.csv: only in regenerated tables"
-    assert "-| m | 50.0 |" in diffs[1] and "+| m | 51.0 |" in diffs[1]
+    assert diffs[0] == f"{old / 'extra.csv'}: missing (regeneration produces it)"
+    assert "-| m | 50.0 |" in diffs[1] and "+| m | 51.0 |" in diffs[1] and len(diffs) == 2
+    # the committed SHA256SUMS is checked as pointfail verify checks it; records.sha256 is left out
+    digest = hashlib.sha256(b"a\n").hexdigest()  # the committed digests match the committed records.sha256
+    (old / "SHA256SUMS").write_text("0" * 64 + "  hit_rate.md\n" + digest + "  records.sha256\n")
+    (old / "records.sha256").write_text("a\n")
+    (new / "records.sha256").write_text("b\n")
+    diffs = reproduce.compare_tables(new, old)
+    assert f"{old / 'hit_rate.md'}: does not match its line in the committed SHA256SUMS" in diffs
+    assert not any("records.sha256" in d for d in diffs)
 
 
 def test_missing_packages_reports_an_unknown_package():

@@ -159,7 +159,7 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
     from .engine import ensure_engine
     from .reproduce import SUITES_IMAGE, make_suites
     from pointfail.study import Roots, load_study
-    from pointfail.suites.common import compare_manifests, read_manifest, verify_manifest
+    from pointfail.suites.manifest import compare_manifests, read_manifest, verify_manifest
 
     repo = Path(repo).resolve()
     study = load_study(study_file)

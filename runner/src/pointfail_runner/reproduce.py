@@ -13,7 +13,6 @@ missing and the command that fetches each.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import shutil
@@ -201,33 +200,23 @@ def aggregate_study(records: Path, *, log: Callable[[str], None] = print) -> dic
 
 
 def compare_tables(regenerated: Path, committed: Path) -> list[str]:
-    """Unified diffs of every table file that differs between two ``tables/`` directories (files
-    present on one side only are named). Empty when byte-identical.
+    """What differs between two ``tables/`` directories, by :func:`pointfail.aggregate.verify.compare_tables`
+    (the comparison ``pointfail verify`` makes, the committed ``SHA256SUMS`` checked too): one line per
+    table present on one side only or failing the committed ``SHA256SUMS``, and for each table that
+    differs its unified diff (first 60 lines). Empty when byte-identical.
 
     ``records.sha256`` (a digest per record, :mod:`pointfail.integrity`) and its line in
     ``SHA256SUMS`` are left out: a rerun's records carry this machine's timings, image digest and PNG
     bytes, so their digests differ by design; ``pointfail verify`` checks the committed records
     against the committed digests instead."""
+    from pointfail.aggregate.verify import compare_tables as compare
     from pointfail.integrity import DIGESTS_NAME
 
-    def _bytes(p: Path) -> bytes:
-        data = p.read_bytes()
-        if p.name == "SHA256SUMS":
-            data = b"".join(ln for ln in data.splitlines(keepends=True) if not ln.rstrip().endswith(DIGESTS_NAME.encode()))
-        return data
-
-    out = []
-    names = sorted(({p.name for p in regenerated.iterdir()} | {p.name for p in committed.iterdir()}) - {DIGESTS_NAME})
-    for n in names:
-        a, b = committed / n, regenerated / n
-        if not a.exists() or not b.exists():
-            out.append(f"{n}: only in {'regenerated' if b.exists() else 'committed'} tables")
-            continue
-        if _bytes(a) != _bytes(b):
-            diff = difflib.unified_diff(a.read_text("utf-8").splitlines(), b.read_text("utf-8").splitlines(),
-                                        f"committed/{n}", f"regenerated/{n}", lineterm="", n=1)
-            out.append("\n".join(list(diff)[:60]))
-    return out
+    fresh = {p.name: p.read_bytes() for p in sorted(regenerated.iterdir()) if p.is_file()}
+    problems, diffs = compare(fresh, committed, committed.parent, skip=(DIGESTS_NAME,))
+    differing = {f"{committed / name}: differs from the regenerated table" for name in diffs}
+    return [line for line in problems if line not in differing] + [
+        "\n".join(diffs[name].splitlines()[:60]) for name in sorted(diffs)]
 
 
 def _shown(path: Path, repo: Path) -> str:
