@@ -18,6 +18,7 @@ import re
 
 from pointfail.families import Family
 from pointfail.families._text import Item, tag_attributes
+from pointfail.families.molmo import Molmo
 from pointfail.frames import Frame
 
 
@@ -40,9 +41,9 @@ class Molmo2(Family):
     backend = "pointfail.backends.molmo2"
     point_prompt = "{point_to}"
     box_prompt = "{point_to}"
-    # Molmo's pointing data answers a query whose object is missing with "There are none."
-    decline_prompt = 'If there are none, answer: There are none.'
-    decline_answer = "There are none."
+    # declines as Molmo does (its pointing data answers a query whose object is missing with "There are none.")
+    decline_prompt = Molmo.decline_prompt
+    decline_answer = Molmo.decline_answer
     decimals = 0
 
     def extract(self, text, diag):
