@@ -90,22 +90,37 @@ def _member(tar: tarfile.TarFile, m: tarfile.TarInfo) -> IO[bytes]:
     return f
 
 
-def save_images(client, refs: list[str], out: Path, log: Callable[[str], None] = print) -> None:
-    """Write ``docker save`` of every image in ``refs`` into one gzip-compressed tar at ``out``,
-    storing a layer (or blob) shared by several images once: each image is saved on its own (the
-    docker SDK saves one image per call) and the archives are merged, file by file for the
+def save_images(client, images: list[tuple[str, str]], out: Path, log: Callable[[str], None] = print) -> None:
+    """Write ``docker save`` of every ``(tag, image id)`` in ``images`` into one gzip-compressed tar at
+    ``out``, storing a layer (or blob) shared by several images once: each image is saved on its own
+    (the docker SDK saves one image per call) and the archives are merged, file by file for the
     content-addressed entries, ``manifest.json`` and OCI ``index.json`` lists concatenated,
-    ``repositories`` merged. ``docker load`` reads the result like any saved archive."""
+    ``repositories`` merged. ``docker load`` reads the result like any saved archive.
+
+    Each image is saved by its id under its tag, so the archive holds exactly the images the index
+    records even on an engine where other builds move tags meanwhile.
+
+    Raises:
+        BundleError: an image is gone, or ``tag`` no longer names it (another build on the same
+            engine re-tagged or pruned it while the bundle was being made).
+    """
     with tempfile.TemporaryDirectory(prefix="pointfail-save-", dir=out.parent) as tmp:
         merged = Path(tmp) / "merged"
         merged.mkdir()
         manifests: list = []
         oci: list = []
         repositories: dict = {}
-        for ref in refs:
+        for ref, image_id in images:
+            try:
+                img = client.images.get(image_id)
+            except Exception:  # docker.errors.ImageNotFound (the docker SDK is imported lazily)
+                img = None
+            if img is None or ref not in img.tags:
+                raise BundleError(f"{ref} no longer names image {image_id[:19]} in the engine (another build re-tagged "
+                                  "or pruned it while the bundle was being made); run make bundle again")
             one = Path(tmp) / "one.tar"
             with open(one, "wb") as f:
-                for chunk in client.images.get(ref).save(named=True):
+                for chunk in img.save(named=ref):
                     f.write(chunk)
             with tarfile.open(one) as tar:
                 for m in tar:
@@ -206,9 +221,9 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
         for name, d in data_dirs.items():
             dest = stage / "data" / study.name / name
             shutil.copytree(d, dest, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-        refs = [base.tag] + [built[n].tag for n in names]
-        log(f"[bundle] saving {len(refs)} images (docker save, shared layers once, gzip)")
-        save_images(client, refs, stage / "images.tar.gz", log=log)
+        saved = [(base.tag, base.id)] + [(built[n].tag, built[n].id) for n in names]
+        log(f"[bundle] saving {len(saved)} images (docker save, shared layers once, gzip)")
+        save_images(client, saved, stage / "images.tar.gz", log=log)
         files = sorted(p for p in stage.rglob("*") if p.is_file())
         index = {
             "schema": INDEX_SCHEMA,
