@@ -351,3 +351,59 @@ def test_missing_shards_leaves_running_and_queued_shards_alone():
             c("m", "a", 1, 4, 1, 0, 0, "running"), c("m", "a", 2, 4, 0, 0, 0, "queued"),
             c("m", "a", 3, 4, 2, 0, 0, "failed"), c("n", "a", 0, 4, 3, 0, 0, "partial")]
     assert mmod.missing_shards(rows) == {"m": [0, 3], "n": [0]}
+
+
+def test_plan_and_run_give_an_unpinned_model_the_revision_its_study_lock_holds(study_dir, tmp_path, monkeypatch):
+    """One rule (:func:`pointfail_runner.study.locked_model`) for ``run`` and every executor: a model
+    the study leaves unpinned runs at the commit ``study.lock`` holds for it. The executors' model-run
+    file passes it to the worker, ``run_study`` passes the same ``--revision``, and the merged records
+    name it in their provenance; a model the lock does not hold stays unpinned."""
+    from types import SimpleNamespace
+
+    from pointfail.study import StudyError
+    from pointfail.studylock import SCHEMA, lock_path, write_lock
+    from pointfail_runner import container as cmod
+    from pointfail_runner import images as imod
+    from pointfail_runner.executors import pin_models
+    from pointfail_runner.study import run_study
+
+    rev = "c0ffee" + "0" * 34
+    study_file = study_dir / "records/tiny/study.toml"
+    write_lock(lock_path(study_file), {"schema": SCHEMA, "benchmarks": {}, "models": {
+        "center2": {"repo_id": "owner/center2", "repo_type": "model", "revision": rev, "files": {}}}})
+    built = imod.BuiltImage(name="center", variant="cpu", tag="pointfail/center:cpu-x", id="sha256:" + "ab" * 32,
+                            seconds=0.0, built=False)
+    monkeypatch.setattr(imod, "ensure_image", lambda client, repo, name, **kw: built)
+    client = SimpleNamespace(images=SimpleNamespace(get=lambda ref: SimpleNamespace(tag=lambda *a: True)))
+
+    plan = _plan(study_dir, shard_size=5)
+    study, roots, run = _stage(study_dir, plan, tmp_path / "run")
+    pinned = pin_models(plan, run, repo=study_dir, study=study, roots=roots, models=["center", "center2"],
+                        variant="cpu", client=client, reference=lambda b, m: b.id, log=lambda s: None)
+    assert (pinned["center"].revision, pinned["center2"].revision) == ("", rev)
+    args = run.read_model_run("center2").worker_args("center", ["alpha"], device="cpu", requests_mount="/rq",
+                                                     responses_mount="/rs", weights_mount="/w")
+    assert args[args.index("--revision") + 1] == rev
+    assert "--revision" not in run.read_model_run("center").worker_args(
+        "center", ["alpha"], device="cpu", requests_mount="/rq", responses_mount="/rs", weights_mount="/w")
+
+    seen = {}
+
+    def run_job(client, tag, *, family, extra_args, **kw):
+        seen["extra_args"] = extra_args
+        raise cmod.ContainerFailed("stopped by the test", exit_code=1, timed_out=False, log_tail=[])
+
+    monkeypatch.setattr(cmod, "run_job", run_job)
+    with pytest.raises(StudyError, match="stopped by the test"):
+        run_study(study_file, repo=study_dir, models=["center2"], benchmarks=["alpha"], work_root=tmp_path / "work",
+                  records_root=tmp_path / "single", progress=False, client=client, log=lambda s: None)
+    assert seen["extra_args"] == ["--revision", rev]
+
+    for m in plan.models:
+        for i in range(len(m.shards)):
+            _answer(run, m.name, i, plan)
+    res = mmod.merge(plan, run, repo=study_dir, study=study, roots=roots, log=lambda s: None)
+    assert not res.incomplete
+    prov = {m: json.loads((roots.records / m / "alpha.jsonl").read_text().splitlines()[0])["provenance"]
+            for m in ("center", "center2")}
+    assert (prov["center"].get("model_revision"), prov["center2"]["model_revision"]) == (None, rev)

@@ -319,7 +319,17 @@ def fetch_weights(study_file: str | Path, model_name: str, *, to: Optional[Path]
     return dest
 
 
-def locked_revision(study_file: str | Path, kind: str, name: str) -> Optional[str]:
-    """The commit the study's lock holds for ``kind``/``name`` (``None`` when not locked)."""
-    entry = read_lock(lock_path(study_file))[kind].get(name)
+def locked_revision(study_file: Optional[str | Path], kind: str, name: str,
+                    lock_file: Optional[str | Path] = None) -> Optional[str]:
+    """The commit the study's lock (``lock_file``, default ``study.lock`` beside ``study_file``) holds
+    for ``kind``/``name`` (``None`` when not locked, or when neither file is given).
+
+    Raises:
+        LockError: the lock file is unreadable or malformed (:func:`read_lock`).
+    """
+    if lock_file is None:
+        if study_file is None:
+            return None
+        lock_file = lock_path(study_file)
+    entry = read_lock(lock_file)[kind].get(name)
     return entry["revision"] if entry else None

@@ -198,7 +198,8 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
         spec = study.model(m.name)
         fam = get_family(m.family)
         mr = run.read_model_run(m.name)
-        prov = job_provenance(repo, mr.image, mr.variant, mr.id, spec)
+        # the revision the shards ran at (model-run.json: the study's, else its lock's; see pin_models)
+        prov = job_provenance(repo, mr.image, mr.variant, mr.id, spec.model_copy(update={"revision": mr.revision}))
         for bench in plan.benchmarks:
             combined = ResponseLog()
             missing = 0

@@ -28,7 +28,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from pointfail.study import ContainerModel, Roots, ServerModel, StudyError, inside, load_study
+from pointfail.study import ContainerModel, Roots, ServerModel, Study, StudyError, inside, load_study
 
 from . import container as cmod
 from . import images as imod
@@ -43,6 +43,25 @@ PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
 REMOTE_CODE_BACKENDS = ("pointfail.backends.molmo",)
 """Backends that run the checkpoint's own code (``trust_remote_code``): they load only with a weights
 manifest (``weights_manifest`` in the study; :mod:`pointfail.backends.manifest`)."""
+
+
+def locked_model(study: Study, model: ContainerModel, lock_file: Optional[Path] = None) -> ContainerModel:
+    """``model`` as it runs: a model whose study pins no ``revision`` runs at the commit the study lock
+    (``lock_file``, default ``study.lock`` beside the study file; :mod:`pointfail.studylock`) holds for
+    it, which goes to the worker (Molmo's remote code refuses to run unpinned) and into the provenance.
+    A pinned revision, or a model the lock does not hold, is returned unchanged. The one rule for
+    ``pointfail-runner run`` (:func:`run_study`) and every executor of a plan
+    (:func:`pointfail_runner.executors.pin_models`).
+
+    Raises:
+        pointfail.studylock.LockError: the lock file is unreadable or malformed.
+    """
+    from pointfail.studylock import locked_revision
+
+    if model.revision:
+        return model
+    locked = locked_revision(study.path, "models", model.name, lock_file=lock_file)
+    return model.model_copy(update={"revision": locked}) if locked else model
 
 
 def job_provenance(repo: Path, image_name: str, variant: str, image_id: Optional[str], model: ContainerModel):
@@ -245,8 +264,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     runs.
 
     A model without a pinned ``revision`` runs at the commit the study lock holds for it
-    (``lock_file``, default ``study.lock`` beside the study file): passed to the worker (Molmo's remote
-    code refuses to run unpinned) and recorded in the provenance.
+    (``lock_file``, default ``study.lock`` beside the study file; :func:`locked_model`): passed to the
+    worker (Molmo's remote code refuses to run unpinned) and recorded in the provenance.
 
     ``build_options`` are passed on to :func:`pointfail_runner.images.ensure_image` (e.g. a Debian
     ``snapshot``).
@@ -312,11 +331,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                     m = m.model_copy(update={"base_url": url, "model": serving.served_name(m)})
                     prov = prov.model_copy(update={"image_digest": simage.id})
             else:
-                from pointfail.studylock import lock_path, read_lock
-
-                locked = read_lock(lock_file or lock_path(study.file))["models"].get(m.name)
-                if not m.revision and locked:
-                    m = m.model_copy(update={"revision": locked["revision"]})
+                m = locked_model(study, m, lock_file)
                 built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
                                           base_lock=base_lock, log=log, **(build_options or {}))
                 prov = job_provenance(repo, m.image, variant, built.id, m)

@@ -159,7 +159,7 @@ def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], varian
     from .. import images as imod
     from ..shards import ModelRun, pin_tag
     from ..shards import weights_manifest
-    from ..study import missing_inputs, needs_weights
+    from ..study import locked_model, missing_inputs, needs_weights
 
     specs = [study.model(name) for name in models]
     missing = missing_inputs(study, specs, [], roots, repo=repo)
@@ -168,7 +168,7 @@ def pin_models(plan, run, *, repo: Path, study, roots, models: list[str], varian
     out = {}
     for name in models:
         pm = plan.model(name)
-        spec = study.model(name)
+        spec = locked_model(study, study.model(name))  # the revision run_study would use
         built = imod.ensure_image(client, repo, pm.image, variant=variant, base_lock=base_lock, log=log)
         try:
             client.images.get(built.id).tag(*pin_tag(plan.study, name).split(":"))
