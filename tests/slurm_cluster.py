@@ -2,7 +2,8 @@
 ``slurmd`` started in the foreground from a private folder (its own munge key and socket, state,
 spool, logs and free ports), with a node of ``cpus`` CPUs whatever the machine has
 (``SlurmdParameters=config_overrides``). Used as a context manager; the daemons are stopped (by their
-process ids) on exit. Client commands need ``env`` (``SLURM_CONF``)."""
+process ids) on exit, also when starting them failed half-way. Client commands need ``env``
+(``SLURM_CONF``). The Debian packages are :data:`pointfail_runner.prereqs.SLURM_PACKAGES`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-
-PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
-
 
 def free_port() -> int:
     """A free TCP port on loopback (bind to port 0)."""
@@ -68,6 +66,14 @@ class SlurmCluster:
             ""]))
 
     def __enter__(self) -> "SlurmCluster":
+        try:
+            self._up()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _up(self) -> None:
         self._write()
         r = self.root
         self._start(["munged", "--foreground", "--force", f"--socket={self.munge_socket}",
@@ -78,7 +84,6 @@ class SlurmCluster:
         self._start(["slurmctld", "-D", "-i", "-f", str(self.conf)], r / "slurmctld.out")
         self._start(["slurmd", "-D", "-f", str(self.conf), "-N", self.node], r / "slurmd.out")
         self._wait(self._node_up, "the node to be idle")
-        return self
 
     def _start(self, argv: list[str], out: Path) -> None:
         f = open(out, "wb")
@@ -114,7 +119,20 @@ class SlurmCluster:
         return subprocess.run(list(argv), capture_output=True, text=True, env=self.env, check=check, timeout=60)
 
     def __exit__(self, *exc) -> None:
-        self.run("scancel", "--full", "-u", "root", check=False) if shutil.which("scancel") else None
+        """Cancel every job, give their steps ``KillWait`` to end (the batch scripts forward SIGTERM to
+        their containers, which are removed), then stop the daemons by process id (SIGTERM, then
+        SIGKILL after 30 s)."""
+        if any(p.poll() is None for p in self.procs) and shutil.which("scancel"):
+            try:
+                self.run("scancel", "--full", "-u", "root", check=False)
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < self.kill_wait + 30:
+                    q = self.run("squeue", "-h", "-o", "%i", check=False)
+                    if q.returncode != 0 or not q.stdout.strip():
+                        break
+                    time.sleep(1.0)
+            except (OSError, subprocess.SubprocessError):
+                pass
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()
