@@ -10,7 +10,9 @@ average before and after, since the machine is shared: with 2 cores, the curve i
 
 Needs data/default (``make data``) and a Docker Engine; the base image the lock names is built when
 the engine lacks it (``make base``). Usage:
-``python bench/shards.py [--shards 4] [--reps 1] [--concurrency 1 2 4] [--base-lock FILE]``.
+``python bench/shards.py [--shards 4] [--reps 1] [--concurrency 1 2 4] [--base-lock FILE]
+[--models ocr] [--benchmarks text]`` (a subset of the study's models and benchmarks, when three whole
+runs do not fit the time there is; the default is the whole study).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--base-lock", type=Path, default=REPO / "images/base/base.lock.json")
+    ap.add_argument("--models", nargs="+", help="a subset of the study's models (default: all)")
+    ap.add_argument("--benchmarks", nargs="+", help="a subset of the study's benchmarks (default: all)")
     args = ap.parse_args()
 
     from pointfail_runner import plan as pmod
@@ -42,7 +46,8 @@ def main() -> int:
     client = ensure_engine()
     ensure_base(client, args.base_lock, log=lambda s: None)
     tmp = Path(tempfile.mkdtemp(prefix="pointfail-bench-shards-"))
-    plan = pmod.build_plan(REPO / "records/default/study.toml", repo=REPO, shards=args.shards, log=lambda s: None)
+    plan = pmod.build_plan(REPO / "records/default/study.toml", repo=REPO, shards=args.shards, models=args.models,
+                           benchmarks=args.benchmarks, log=lambda s: None)
     plan_file = pmod.write_plan(plan, tmp / "plan.json")
     n = sum(s.n_samples for m in plan.models for s in m.shards)
     runs: dict[int, list[float]] = {c: [] for c in args.concurrency}
@@ -63,7 +68,8 @@ def main() -> int:
             print(f"rep {rep} concurrency {c}: runs {sub.detail['seconds']:.1f} s (submit {total:.1f} s), "
                   f"load {before[0]:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
     base = statistics.median(runs[args.concurrency[0]])
-    print(f"default study, {n} samples, {args.shards} shards per model, {os.cpu_count()} CPUs, medians of "
+    print(f"default study ({', '.join(m.name for m in plan.models)} x {', '.join(plan.benchmarks)}), {n} samples, "
+          f"{args.shards} shards per model, {os.cpu_count()} CPUs, medians of "
           f"{args.reps} rep(s):")
     for c in args.concurrency:
         med = statistics.median(runs[c])
