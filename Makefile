@@ -54,7 +54,8 @@ prereqs: install
 	$(RUNNER) prereqs
 
 # The main job: every stage of records/$(STUDY)/study.toml; exit 0 when the regenerated tables match
-# (3: a suite's content drifted but every table matched; 4: a table differs). BUNDLE=path: from the
+# (runner exit 3: a suite's content drifted but every table matched; 4: a table differs; make itself
+# then exits 2 and prints `Error 3`/`Error 4`). BUNDLE=path: from the
 # archival bundle, with no network at all.
 reproduce: install
 	$(RUNNER) reproduce --study records/$(STUDY)/study.toml --variant=$(VARIANT) --snapshot=$(SNAPSHOT) --bundle=$(BUNDLE)
