@@ -13,6 +13,7 @@ Processes are started with argument lists only (no shell).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -114,3 +115,46 @@ def ensure_engine(timeout: float = 90.0, log_path: Optional[Path] = None, start:
             raise EngineError(f"dockerd exited with {proc.returncode}; last lines of {log_path}:\n{_tail(log_path)}")
         time.sleep(0.5)
     raise EngineError(f"dockerd did not answer within {timeout:.0f} s; last lines of {log_path}:\n{_tail(log_path)}")
+
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+MAX_MOUNTINFO_BYTES = 1 << 20
+"""Cap on what :func:`own_container_id` reads of ``/proc/self/mountinfo`` (a container has a few dozen
+lines; a host with many mounts a few thousand)."""
+_CONTAINER_FILE = re.compile(r"/containers/([0-9a-f]{64})/(?:hostname|hosts|resolv\.conf) ")
+
+
+def own_container_id(mountinfo: Path = MOUNTINFO) -> Optional[str]:
+    """The Docker container this process runs in, as its 64-hex id, or ``None`` on a plain host.
+
+    Docker bind-mounts ``/etc/hostname``, ``/etc/hosts`` and ``/etc/resolv.conf`` of every container
+    from ``<data-root>/containers/<id>/``; the mount's source path is in the fourth field of
+    ``/proc/self/mountinfo`` (proc(5)), which is how the id is found without trusting the hostname
+    (``--hostname`` changes that). Reads at most :data:`MAX_MOUNTINFO_BYTES`; never raises (an
+    unreadable file is ``None``).
+    """
+    try:
+        with open(mountinfo, "rb") as f:
+            text = f.read(MAX_MOUNTINFO_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    m = _CONTAINER_FILE.search(text)
+    return m.group(1) if m else None
+
+
+def own_container(client, mountinfo: Path = MOUNTINFO):
+    """The ``docker.models.containers.Container`` this process runs in, when it runs in a container of
+    ``client``'s engine (the runner inside ``pointfail-runner pristine``, or a CI job container with the
+    host's socket); ``None`` on a plain host or when that engine does not know the id (another engine's
+    container). Used to attach the runner to the internal network of a server it started, which the
+    engine's isolation between bridge networks otherwise keeps out of its reach.
+    """
+    from docker.errors import DockerException
+
+    cid = own_container_id(mountinfo)
+    if cid is None:
+        return None
+    try:
+        return client.containers.get(cid)
+    except DockerException:
+        return None

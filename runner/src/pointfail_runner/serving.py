@@ -19,8 +19,11 @@ Two pieces, both used by :func:`pointfail_runner.study.run_study`:
   and the network in ``finally``, whatever happened.
 
 The host reaches a container on an internal bridge network at the container's address (the bridge
-has the network's gateway address on the host); a runner that itself runs inside a container must be
-attached to that network, which this module does not do.
+has the network's gateway address on the host). A runner that itself runs inside a container of the
+same engine (``pointfail-runner pristine``, a CI job container given the host's socket) is not on that
+bridge and the engine isolates bridge networks from each other, so :func:`serving_container` attaches
+the runner's own container (:func:`pointfail_runner.engine.own_container`) to the internal network for
+the server's lifetime, and detaches it before removing the network.
 """
 
 from __future__ import annotations
@@ -259,9 +262,11 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
     import httpx
     from docker.errors import APIError, NotFound
 
+    from .engine import own_container
+
     startup = float(startup_s if startup_s is not None else model.serve.startup_s)
     net_name = f"pointfail-serve-{model.name}-{uuid.uuid4().hex[:8]}"
-    network = container = None
+    network = container = me = None
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sink = cmod.LogSink(log_path, lambda line: None)
     streamer: Optional[threading.Thread] = None
@@ -272,6 +277,9 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
             container = client.containers.create(image, **server_kwargs(
                 image, model, weights_dir=weights_dir, network=net_name, gpu=gpu, mem_limit=mem_limit))
             container.start()
+            me = own_container(client)
+            if me is not None:  # a runner in a container: join the server's network (module docstring)
+                network.connect(me)
         except APIError as e:
             raise ServingFailed(f"could not start the {model.serve.engine} server for {model.name} from {image}: "
                                 f"{e}") from e
@@ -280,7 +288,8 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
         address = container.attrs["NetworkSettings"]["Networks"][net_name]["IPAddress"]
         root = f"http://{address}:{SERVER_PORT}"
         log(f"[serve] {model.name}: {model.serve.engine} server {container.name} ({image}) on internal network "
-            f"{net_name} at {root}; waiting for /health (up to {startup:.0f} s)")
+            f"{net_name} at {root}{f' (this runner, container {me.name}, attached to it)' if me is not None else ''}; "
+            f"waiting for /health (up to {startup:.0f} s)")
         t0 = time.monotonic()
         while True:
             container.reload()
@@ -310,6 +319,11 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
         if streamer is not None:
             streamer.join(timeout=5)
         sink.close()
+        if network is not None and me is not None:
+            try:
+                network.disconnect(me, force=True)
+            except (NotFound, APIError) as e:  # pragma: no cover - engine trouble; removal below says more
+                log(f"[serve] could not detach {me.name} from {net_name}: {e}")
         if network is not None:
             try:
                 network.remove()
