@@ -4,6 +4,7 @@ shown; family names in any spelling; output piped into ``head`` ends quietly."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -213,8 +214,24 @@ def test_output_into_a_closed_pipe_ends_quietly(argv):
     finally:
         os.close(w)
     assert res.stderr == b""
-    # argparse's --help swallows the write error itself and exits 0
-    assert res.returncode == (0 if argv[-1] == "--help" else 141)
+    # --help: where argparse swallows the write error itself (CPython 3.11.7 does, Debian's 3.11.2 does
+    # not) the program never sees it and exits 0; elsewhere our handler ends it as for any other output
+    expected = 0 if argv[-1] == "--help" and _argparse_swallows_write_errors() else 141
+    assert res.returncode == expected
+
+
+def _argparse_swallows_write_errors() -> bool:
+    """Whether this Python's argparse ignores an ``OSError`` from writing help (it prints through
+    ``ArgumentParser._print_message``, which some 3.11 releases guard with ``try/except OSError``)."""
+    class Closed(io.StringIO):
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    try:
+        argparse.ArgumentParser(prog="x").print_help(Closed())
+    except BrokenPipeError:
+        return False
+    return True
 
 
 def test_head_on_a_real_pipe_is_quiet():

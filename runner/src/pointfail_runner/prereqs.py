@@ -20,12 +20,14 @@ PACKAGES: tuple[str, ...] = (
     "tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-deu", "tesseract-ocr-fra",
     "tesseract-ocr-spa", "tesseract-ocr-ita", "tesseract-ocr-nld",
     "fonts-dejavu-core", "fonts-liberation",
-    "chromium", "python3.11-doc", "sqlite3-doc",
+    "chromium", "libatomic1", "python3.11-doc", "sqlite3-doc",
     "nix-bin",
 )
 """What the tests and the default study need on the host: the Docker Engine and debootstrap (images),
 Tesseract with the suites' languages (OCR baseline tests), the fonts the synthetic suites draw with,
-Chromium and the two documentation packages (web suite tests), nix-instantiate (flake.nix check),
+Chromium and the two documentation packages (web suite tests), libatomic1 (the Node.js driver Playwright
+ships links ``libatomic.so.1``, which Debian's chromium does not pull in: without it every browser test
+fails with "Connection closed while reading from the driver"), nix-instantiate (flake.nix check),
 Slurm and munge (:data:`SLURM_PACKAGES`)."""
 
 
