@@ -11,6 +11,8 @@
 #   make data [STUDY=default]        the study's generated suites, rendered in the pinned suites image
 #   make report [STUDY=default]      figures (HTML + PNG) from committed records
 #   make ci-pristine                 `make reproduce` in a fresh clone inside a pristine Debian 12 container
+#   make test-pristine [PRISTINE=…]  `make test` the same way (PRISTINE: extra `pointfail-runner pristine`
+#                                    options, e.g. --mount/--env for a local wheel folder)
 #
 # Everything runs in the project venv $(VENV), made from $(PYTHON) on first use: Debian's python3
 # refuses system-wide pip installs (PEP 668), and the machine's own Python is never changed. A target
@@ -28,6 +30,7 @@ VARIANT  ?=
 BUILD_VARIANT = $(or $(VARIANT),cpu)
 IMAGES   ?=
 SMOKE    := work/smoke
+PRISTINE ?=
 STUDY    ?= default
 BUNDLE   ?=
 SNAPSHOT ?=
@@ -37,7 +40,7 @@ RECORD   ?=
 export SNAPSHOT_MIRROR
 
 .PHONY: install install-dev help engine base lock wheels images smoke test test-fast reproduce publish verify \
-        data report prereqs check-pins bundle ci-pristine
+        data report prereqs check-pins bundle ci-pristine test-pristine
 
 help:
 	@$(PYTHON) -c "print('targets: reproduce verify test smoke images base wheels check-pins bundle data report (STUDY=default, VARIANT=cpu|cuda, BUNDLE=path, SNAPSHOT=ts)')"
@@ -117,6 +120,11 @@ test: install-dev
 # exit 0 when it ends with `[reproduce] OK`. Separate from .ci/run (adds a whole reproduce; artifact.md).
 ci-pristine: install
 	$(RUNNER) pristine -- make reproduce
+
+# The README's test command the same way. PRISTINE passes options to `pointfail-runner pristine`, e.g. a
+# machine whose torch wheels lie in a local folder: PRISTINE="--mount /opt/wheels --env PIP_FIND_LINKS=/opt/wheels".
+test-pristine: install
+	$(RUNNER) pristine --timeout 5400 $(PRISTINE) -- make test
 
 test-fast: install-dev
 	$(PY) -m pytest -q -m "not docker and not slow"
