@@ -109,8 +109,10 @@ options = { pixel_budget = "family" }
     return fx.world_readable(root)
 
 
-def _serving(client, label: str) -> tuple[list, list]:
-    f = {"label": f"org.pointfail.serving={label}"}
+def _serving(client, env, label: str) -> tuple[list, list]:
+    """This test's server container and network of model ``label`` (another test session on the same
+    engine has its own work folder, so its servers are not counted)."""
+    f = {"label": [f"org.pointfail.serving={label}", f"org.pointfail.work={(env / 'work' / label).resolve()}"]}
     return client.containers.list(all=True, filters=f), client.networks.list(filters=f)
 
 
@@ -135,7 +137,7 @@ def test_runner_serves_on_an_internal_network_and_records_equal_the_containers(
 
     def log(line: str) -> None:
         if "ready after" in line and "served" in line:  # the server is up: look at how it runs
-            (ctr,), (net,) = _serving(client, "served")
+            (ctr,), (net,) = _serving(client, study_env, "served")
             ctr.reload()
             net.reload()
             hc = ctr.attrs["HostConfig"]
@@ -162,7 +164,7 @@ def test_runner_serves_on_an_internal_network_and_records_equal_the_containers(
     assert ro is True and capdrop == ["ALL"] and user == serving.cmod.container_user()
     assert "no-new-privileges" in secopt and mounts == [("/weights", False)]
     assert seen["outside"].startswith("BLOCKED")
-    assert _serving(client, "served") == ([], [])  # container and network removed
+    assert _serving(client, study_env, "served") == ([], [])  # container and network removed
     assert (study_env / "work" / "served" / "server.log").stat().st_size > 0
 
     served = {r.sample_id: r for r in read_records(study_env / "records" / "served" / "pbt.jsonl")}
@@ -188,5 +190,5 @@ def test_a_server_that_cannot_start_is_removed_and_named(client, study_env, base
     msg = str(ei.value)
     assert "model broken: the transformers server for broken exited with" in msg
     assert "last server log lines:" in msg
-    assert _serving(client, "broken") == ([], [])
+    assert _serving(client, study_env, "broken") == ([], [])
     assert not (study_env / "records" / "broken").exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from docker.errors import NotFound
 
 from pointfail_runner import plan as pmod
 from pointfail_runner.executors import slurm
@@ -51,11 +52,21 @@ def run_dir(tmp_path, cluster):
     cluster.run("scancel", "--full", "-u", "root", check=False)
     client = ensure_engine()
     try:
-        for c in client.containers.list(all=True, filters={"label": "org.pointfail.family"}):
-            if c.labels.get("org.pointfail.job", "").startswith(str(d)):
-                c.remove(force=True)
+        for cid in _shard_containers(client, d, all=True):
+            try:
+                client.api.remove_container(cid, force=True)
+            except NotFound:  # gone meanwhile
+                pass
     finally:
         client.close()
+
+
+def _shard_containers(client, root, *, all: bool = False) -> list[str]:
+    """Ids of the worker containers whose job folder is under ``root``: this run's shards only (another
+    test session on the same engine has its own), read from one list call (the high-level list inspects
+    each container, and one removed meanwhile by its own run raises NotFound)."""
+    return [c["Id"] for c in client.api.containers(all=all, filters={"label": "org.pointfail.family"})
+            if (c.get("Labels") or {}).get("org.pointfail.job", "").startswith(str(root))]
 
 
 def _default_data(base_lock: Path) -> Path:
@@ -141,9 +152,7 @@ def test_default_study_as_slurm_arrays_merges_to_the_committed_tables(cluster, r
             continue
         running = [k for k, s in q.items() if s == "RUNNING"]
         most_running = max(most_running, len(running))
-        live = client.containers.list(filters={"label": "org.pointfail.family"})
-        most_containers = max(most_containers, sum(1 for c in live
-                                                   if c.labels.get("org.pointfail.job", "").startswith(str(run.root))))
+        most_containers = max(most_containers, len(_shard_containers(client, run.root)))
         for job, idx in running:
             if job != jobs["ocr"] or (requeued and cancelled):
                 continue
@@ -166,8 +175,7 @@ def test_default_study_as_slurm_arrays_merges_to_the_committed_tables(cluster, r
     attempts = [json.loads(x) for x in (run.shard("ocr", requeued[0]) / "attempts.jsonl").read_text().splitlines()]
     ends = [(a["restart"], a["rc"]) for a in attempts if a["event"] == "end"]
     assert ends[0][0] == 0 and ends[0][1] != 0 and ends[-1] == (1, 0), attempts
-    assert not [c for c in client.containers.list(all=True, filters={"label": "org.pointfail.family"})
-                if c.labels.get("org.pointfail.job", "").startswith(str(run.root))], "a shard container was left"
+    assert not _shard_containers(client, run.root, all=True), "a shard container was left"
     # the cancelled shard is the only one not done; rerun only it
     states = cell_status(plan, run, scheduler=slurm.scheduler_states(run, plan, env=cluster.env))
     assert {(c.model, c.shard) for c in states if c.state != "done"} == {("ocr", cancelled[0])}

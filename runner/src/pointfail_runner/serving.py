@@ -213,12 +213,14 @@ def served_name(model: Any) -> str:
 
 
 def server_kwargs(image: str, model: Any, *, weights_dir: Path, network: str, gpu: bool, mem_limit: str,
-                  shm_size: str = "2g", pids_limit: int = 4096) -> dict:
+                  shm_size: str = "2g", pids_limit: int = 4096, work_dir: Optional[Path] = None) -> dict:
     """``client.containers.create`` keyword arguments for the serving container: the confinement of
     :func:`pointfail_runner.container.hardened_kwargs` with the internal ``network`` in place of no
     network, a larger process limit (a server's threads count against it) and ``/dev/shm`` of
     ``shm_size``; the weights read-only at ``/weights``; the server command of :data:`ENGINES` as the
-    entrypoint; the GPU through ``device_requests`` when ``gpu``."""
+    entrypoint; the GPU through ``device_requests`` when ``gpu``. Labels: ``org.pointfail.serving`` (the
+    model's name), ``org.pointfail.engine``, and with ``work_dir`` ``org.pointfail.work`` (the model's
+    work folder, which tells apart the servers of two runs of the same study on one engine)."""
     from docker.types import DeviceRequest
 
     argv = ENGINES[model.serve.engine](model)
@@ -230,7 +232,8 @@ def server_kwargs(image: str, model: Any, *, weights_dir: Path, network: str, gp
         environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf", "HOME": "/tmp",
                      "XDG_CACHE_HOME": "/tmp/cache", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                      "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"},
-        labels={"org.pointfail.serving": model.name, "org.pointfail.engine": model.serve.engine},
+        labels={"org.pointfail.serving": model.name, "org.pointfail.engine": model.serve.engine,
+                **({"org.pointfail.work": str(Path(work_dir).resolve())} if work_dir is not None else {})},
         name=f"pointfail-serve-{model.name}-{uuid.uuid4().hex[:8]}",
     )
     if gpu:
@@ -243,7 +246,8 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
                       mem_limit: str = "32g", startup_s: Optional[float] = None, poll_s: float = 0.5,
                       log: Callable[[str], None] = print) -> Iterator[str]:
     """Start ``model``'s server from ``image`` (see the module docstring) and yield its API root
-    ``http://<address>:8000/v1``; on exit (normal or not) remove the container, then the network.
+    ``http://<address>:8000/v1``; on exit (normal or not) remove the container, then the network. Both
+    carry the labels ``org.pointfail.serving=<model>`` and ``org.pointfail.work=<log_path's folder>``.
 
     Args:
         client: ``docker.DockerClient``.
@@ -273,9 +277,11 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
     try:
         try:
             network = client.networks.create(net_name, driver="bridge", internal=True, check_duplicate=True,
-                                             labels={"org.pointfail.serving": model.name})
+                                             labels={"org.pointfail.serving": model.name,
+                                                     "org.pointfail.work": str(log_path.parent.resolve())})
             container = client.containers.create(image, **server_kwargs(
-                image, model, weights_dir=weights_dir, network=net_name, gpu=gpu, mem_limit=mem_limit))
+                image, model, weights_dir=weights_dir, network=net_name, gpu=gpu, mem_limit=mem_limit,
+                work_dir=log_path.parent))
             container.start()
             me = own_container(client)
             if me is not None:  # a runner in a container: join the server's network (module docstring)
