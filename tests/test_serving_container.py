@@ -112,7 +112,10 @@ options = { pixel_budget = "family" }
 def _serving(client, env, label: str) -> tuple[list, list]:
     """This test's server container and network of model ``label`` (another test session on the same
     engine has its own work folder, so its servers are not counted)."""
-    f = {"label": [f"org.pointfail.serving={label}", f"org.pointfail.work={(env / 'work' / label).resolve()}"]}
+    class Model:
+        name = label
+
+    f = {"label": [f"{k}={v}" for k, v in serving.serving_labels(Model, env / "work" / label).items()]}
     return client.containers.list(all=True, filters=f), client.networks.list(filters=f)
 
 

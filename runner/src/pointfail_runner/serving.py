@@ -212,15 +212,24 @@ def served_name(model: Any) -> str:
     return WEIGHTS_MOUNT if model.serve.engine == "transformers" else model.model
 
 
+def serving_labels(model: Any, work_dir: Optional[Path] = None) -> dict[str, str]:
+    """The labels of a model's server container and of its network: ``org.pointfail.serving`` (the
+    model's name) and, with ``work_dir``, ``org.pointfail.work`` (the model's work folder, resolved),
+    which tells apart the servers of two runs of the same study on one engine."""
+    labels = {"org.pointfail.serving": model.name}
+    if work_dir is not None:
+        labels["org.pointfail.work"] = str(Path(work_dir).resolve())
+    return labels
+
+
 def server_kwargs(image: str, model: Any, *, weights_dir: Path, network: str, gpu: bool, mem_limit: str,
                   shm_size: str = "2g", pids_limit: int = 4096, work_dir: Optional[Path] = None) -> dict:
     """``client.containers.create`` keyword arguments for the serving container: the confinement of
     :func:`pointfail_runner.container.hardened_kwargs` with the internal ``network`` in place of no
     network, a larger process limit (a server's threads count against it) and ``/dev/shm`` of
     ``shm_size``; the weights read-only at ``/weights``; the server command of :data:`ENGINES` as the
-    entrypoint; the GPU through ``device_requests`` when ``gpu``. Labels: ``org.pointfail.serving`` (the
-    model's name), ``org.pointfail.engine``, and with ``work_dir`` ``org.pointfail.work`` (the model's
-    work folder, which tells apart the servers of two runs of the same study on one engine)."""
+    entrypoint; the GPU through ``device_requests`` when ``gpu``. Labels: :func:`serving_labels` and
+    ``org.pointfail.engine``."""
     from docker.types import DeviceRequest
 
     argv = ENGINES[model.serve.engine](model)
@@ -232,8 +241,7 @@ def server_kwargs(image: str, model: Any, *, weights_dir: Path, network: str, gp
         environment={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf", "HOME": "/tmp",
                      "XDG_CACHE_HOME": "/tmp/cache", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                      "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"},
-        labels={"org.pointfail.serving": model.name, "org.pointfail.engine": model.serve.engine,
-                **({"org.pointfail.work": str(Path(work_dir).resolve())} if work_dir is not None else {})},
+        labels={**serving_labels(model, work_dir), "org.pointfail.engine": model.serve.engine},
         name=f"pointfail-serve-{model.name}-{uuid.uuid4().hex[:8]}",
     )
     if gpu:
@@ -247,7 +255,7 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
                       log: Callable[[str], None] = print) -> Iterator[str]:
     """Start ``model``'s server from ``image`` (see the module docstring) and yield its API root
     ``http://<address>:8000/v1``; on exit (normal or not) remove the container, then the network. Both
-    carry the labels ``org.pointfail.serving=<model>`` and ``org.pointfail.work=<log_path's folder>``.
+    carry :func:`serving_labels` with ``log_path``'s folder as the work folder.
 
     Args:
         client: ``docker.DockerClient``.
@@ -277,8 +285,7 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
     try:
         try:
             network = client.networks.create(net_name, driver="bridge", internal=True, check_duplicate=True,
-                                             labels={"org.pointfail.serving": model.name,
-                                                     "org.pointfail.work": str(log_path.parent.resolve())})
+                                             labels=serving_labels(model, log_path.parent))
             container = client.containers.create(image, **server_kwargs(
                 image, model, weights_dir=weights_dir, network=net_name, gpu=gpu, mem_limit=mem_limit,
                 work_dir=log_path.parent))
