@@ -74,12 +74,53 @@ def test_cli_judge_oracle_then_ollama_other_then_agreement(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["role"] == "other" and rep["judge"] == "ollama:gemma4:31b" and rep["status"] == {"labeled": 4}
     assert main(["judge-agreement", str(study), "--json"]) == 0
-    a = json.loads(capsys.readouterr().out)["ollama:gemma4:31b"]
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["judges"] == ["ollama:gemma4:31b", "oracle"]
+    (a,) = rep["pairs"]
     # the oracle labels are O, I, C, H; the judge said H every time: 1 of 4 agree
-    assert a["accuracy"] == 0.25 and a["kappa"] == 0.0
+    # kappa: p_o = 1/4, p_e = (1 * 4) / 16 = 1/4 (the judge's column is all H): kappa = 0
+    assert (a["a"], a["b"], a["n"]) == ("ollama:gemma4:31b", "oracle", 4)
+    assert a["percent_agreement"] == 0.25 and a["cohen_kappa"] == 0.0
+    # the two-rater form ``--between`` gives one pair, judges named by kind where one name matches
+    assert main(["judge-agreement", str(study), "--between", "oracle", "ollama", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert (b["a"], b["b"], b["n"], b["cohen_kappa"]) == ("oracle", "ollama:gemma4:31b", 4, 0.0)
+    assert b["confusion"][O][H] == 1 and b["per_mode"][H] == {"precision": 0.25, "recall": 1.0, "support_a": 1,
+                                                             "support_b": 4}
     assert main(["judge-agreement", str(study)]) == 0
     text = capsys.readouterr().out
-    assert "Cohen's kappa: 0.000" in text and "| oracle \\ judge" in text
+    assert "Cohen's kappa: 0.000 [" in text and "| ollama:gemma4:31b \\ oracle" in text
+    assert main(["judge-agreement", str(study), "--between", "oracle", "human:nobody"]) == 2
+    assert "no judge 'human:nobody' in these records (judges found: ollama:gemma4:31b, oracle)" in capsys.readouterr().err
+
+
+def test_cli_agreement_with_two_model_judges_and_no_oracle(tmp_path, capsys):
+    # the natural-image case of the issue: two model judges, no oracle
+    study = make_study(tmp_path, n_misses=4)
+    (study / "study.toml").write_text('[study]\nname = "s"\nprimary_judge = "ollama"\n\n[judge]\nlineage = ["gemma"]\n')
+    with FakeOllama(default="hallucinated") as srv:
+        assert main(["judge", str(study), "--judge", "ollama", "--host", srv.url, "--no-progress"]) == 0
+    with FakeOllama(default="hallucinated", model="other:1b") as srv:
+        assert main(["judge", str(study), "--judge", "ollama", "--model", "other:1b", "--role", "other", "--host",
+                     srv.url, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["judge-agreement", str(study), "--json"]) == 0
+    (p,) = json.loads(capsys.readouterr().out)["pairs"]
+    assert (p["a"], p["b"], p["n"], p["percent_agreement"]) == ("ollama:gemma4:31b", "ollama:other:1b", 4, 1.0)
+    assert p["cohen_kappa"] is None and p["krippendorff_alpha"] is None
+    assert "same label (hallucinated)" in p["cohen_kappa_undefined"]
+    assert main(["judge-agreement", str(study)]) == 0
+    text = capsys.readouterr().out
+    assert "Cohen's kappa: undefined: both gave every one of the 4 misses the same label (hallucinated)" in text
+    assert "n/a" not in text and "nan" not in text.lower()
+
+
+def test_cli_agreement_needs_two_judges(tmp_path, capsys):
+    study = make_study(tmp_path, n_misses=2)
+    assert main(["judge", str(study), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["judge-agreement", str(study)]) == 1
+    assert "agreement needs two judges; these records have 1 (oracle)" in capsys.readouterr().err
 
 
 def test_cli_judge_reports_unavailable_with_exit_3(tmp_path, capsys):

@@ -199,7 +199,7 @@ def test_killed_process_resumes_from_journal(tmp_path):
 
 
 def test_other_role_beside_oracle_and_agreement(tmp_path):
-    from pointfail.judge.agreement import agreement_report
+    from pointfail.judge.agreement import collect_units, pair_agreement
 
     study = make_study(tmp_path, n_misses=8)
     judge_study(study, "oracle")
@@ -222,11 +222,11 @@ def test_other_role_beside_oracle_and_agreement(tmp_path):
         rec = r[f"miss-{k:03d}"]
         assert rec.judge.judge == "oracle"
         assert [j.judge for j in rec.other_judgments] == ["ollama:gemma4:31b"]
-    a = agreement_report(study)["ollama:gemma4:31b"]
-    assert a["n"] == 8 and a["n_labeled"] == 7 and a["abstentions"] == 1
-    assert a["abstention_rate"] == pytest.approx(1 / 8)
+    a = pair_agreement(collect_units(study), "oracle", "ollama:gemma4:31b")
+    assert a["compared"] == 8 and a["n"] == 7 and a["confusion"]["hallucinated"]["unlabeled"] == 1
     assert a["confusion"]["wrong_category"]["hallucinated"] == 2
-    assert a["confusion"]["hallucinated"]["unlabeled"] == 1
+    # 7 both labeled, 5 on the diagonal
+    assert a["percent_agreement"] == pytest.approx(5 / 7)
 
 
 def test_missing_image_is_pending_and_stage_goes_on(tmp_path):

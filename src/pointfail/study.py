@@ -29,7 +29,7 @@ files) or ``"server"`` (a model behind an OpenAI-compatible endpoint, ``base_url
 
 File layout (``docs/architecture.md``, "Studies")::
 
-    [study]        name, description, primary_judge ("oracle" | "ollama")
+    [study]        name, description, primary_judge (a judge kind: oracle, ollama, openai, ...)
     [[benchmarks]] name, loader, generator, n, seed, pages, data_dir, limit, size, revision
     [[models]]     kind, name, family, image, checkpoint, revision, weights, max_new_tokens, batch_size
                    (kind = "server": name, family, base_url | serve, model, api_key_env, options, ...)
@@ -146,6 +146,20 @@ def check_env_name(value: Optional[str]) -> Optional[str]:
 
 
 Name = Annotated[str, Field(strict=True)]
+
+
+def check_judge_kind(value: str) -> str:
+    """A judge kind of the judge registry (:mod:`pointfail.judge.kinds`) that the runner can run from
+    a study file (not ``human``: human labels come from ``pointfail judge --judge human --labels``).
+
+    Raises:
+        ValueError: any other name (the known ones listed)."""
+    from pointfail.judge.kinds import list_kinds
+
+    ok = [k.name for k in list_kinds() if k.runs_in_study]
+    if value not in ok:
+        raise ValueError(f"unknown judge {value!r} for a study file (known: {', '.join(ok)})")
+    return value
 RelPath = Annotated[str, Field(strict=True)]
 
 
@@ -160,12 +174,17 @@ class StudyInfo(_Spec):
 
     name: Name
     description: str = Field(default="", max_length=4000)
-    primary_judge: Literal["oracle", "ollama", "openai"] = "oracle"
+    primary_judge: str = Field(default="oracle", max_length=64)
 
     @field_validator("name")
     @classmethod
     def _valid_name(cls, v: str) -> str:
         return check_name(v)
+
+    @field_validator("primary_judge")
+    @classmethod
+    def _judge(cls, v: str) -> str:
+        return check_judge_kind(v)
 
 
 class BenchmarkSpec(_Spec):
@@ -407,9 +426,14 @@ class JudgeSpec(_Spec):
     openai_base_url: Optional[str] = Field(default=None, max_length=2000)
     openai_model: Optional[str] = Field(default=None, max_length=400)
     openai_api_key_env: Optional[str] = None
-    compared: list[Literal["oracle", "ollama", "openai"]] = Field(default_factory=list, max_length=3)
+    compared: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=8)
     lineage: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
     allow_in_lineage: bool = False
+
+    @field_validator("compared")
+    @classmethod
+    def _judges(cls, v: list[str]) -> list[str]:
+        return [check_judge_kind(x) for x in v]
 
     @field_validator("openai_base_url")
     @classmethod

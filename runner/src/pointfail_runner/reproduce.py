@@ -158,26 +158,18 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
             judge_unavailable), or a compared judge left misses pending.
     """
     from pointfail.judge.agreement import agreement_report, format_text
-    from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
-    from pointfail.judge.oracle import OracleJudge
+    from pointfail.judge.kinds import make_judges
     from pointfail.judge.stage import judge_study
 
     host = (env or {}).get("OLLAMA_HOST") or os.environ.get("OLLAMA_HOST")
     judges = list(plan.judges)
     if "ollama" not in judges and host and plan.primary == "oracle":
         judges.append("ollama")
+    settings = {**study.judge.model_dump(), "host": host}
     for j in judges:
         role = "primary" if j == plan.primary else "other"
         judge: Judge
-        if j == "oracle":
-            judge = OracleJudge(study.judge.oracle_tolerance_px)
-        elif j == "ollama":
-            judge = OllamaJudge(host=host, model=study.judge.ollama_model or DEFAULT_MODEL)
-        else:
-            from pointfail.judge.served import OpenAIJudge
-
-            judge = OpenAIJudge(model=study.judge.openai_model, base_url=study.judge.openai_base_url,
-                                api_key_env=study.judge.openai_api_key_env)
+        (judge,) = make_judges(j, settings)  # the judge registry: the one place a name becomes a judge
         rep = judge_study(records, judge, role=role, data_root=data_root)
         log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
             f"status {dict(sorted(rep.status.items()))}")

@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("generate", "generate a synthetic suite (sheets, text, web) or verify one"),
     "judge": ("judge", "label every miss in a study's records with a failure mode (oracle or a model judge)"),
     "judge-one": ("judge", "judge one miss with an Ollama judge and print JSON"),
-    "judge-agreement": ("judge", "compare a judge's labels with the oracle's on the same misses"),
+    "judge-agreement": ("judge", "agreement between any two judges (kappa, alpha, confusion matrix)"),
     "score": ("score", "parse and score one model reply against a mask or box"),
     "score-predictions": (
         "score_predictions",

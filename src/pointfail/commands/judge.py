@@ -59,9 +59,12 @@ to fill them in).""",
         example="pointfail judge records/default --judge oracle",
     )
     p.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
-    p.add_argument("--judge", choices=["oracle", "ollama", "openai"],
-                   help="which judge (default: the study's primary_judge, else oracle); openai: any "
-                   "OpenAI-compatible server (--base-url), same protocol as ollama")
+    from pointfail.judge.kinds import list_kinds
+
+    kinds = list_kinds()
+    p.add_argument("--judge", choices=[k.name for k in kinds],
+                   help="which judge (default: the study's primary_judge, else oracle): "
+                   + "; ".join(f"{k.name}: {k.summary}" for k in kinds))
     p.add_argument("--role", choices=["primary", "other"],
                    help="primary: the verdict the tables use; other: kept beside it for agreement reports "
                    "(default: primary when this judge is the study's primary_judge or there is no study.toml, "
@@ -73,6 +76,8 @@ to fill them in).""",
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
     add_ollama_args(p)
     add_openai_args(p)
+    for k in kinds:
+        k.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the stage report as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_judge)
@@ -112,13 +117,20 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
     a = add_command(
         subparsers, "judge-agreement",
         description="""\
-Compare every judge besides the oracle (or the one named by --judge) with the oracle,
-over the misses both labeled: confusion matrix, per-label precision and recall,
-Cohen's kappa, and how often the judge abstained.""",
-        example="pointfail judge-agreement records/default",
+How far two judges agree on the failure modes of the same misses: the confusion
+matrix, per-mode precision and recall (the first judge as reference), percent
+agreement, Cohen's kappa and Krippendorff's alpha (nominal), each with a 95% bootstrap
+interval over images (the study's [aggregate] bootstrap_seed and bootstrap_resamples),
+over the misses both labeled. A coefficient that does not exist (every label the same,
+nothing to compare) says "undefined" and why. Judges are named as stored: oracle,
+ollama:<model> (or just ollama when there is one), openai:<model>, human:<annotator>.
+Without --between, every pair of the study's judges, and alpha over all judges and
+over the human annotators together. Exit 1 when the study has fewer than two judges.""",
+        example="pointfail judge-agreement records/default --between oracle human:alice",
     )
     a.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
-    a.add_argument("--judge", help="judge name as recorded, e.g. ollama:gemma4:31b (default: every judge)")
+    a.add_argument("--between", nargs=2, metavar=("A", "B"),
+                   help="the two judges to compare (names as stored; default: every pair)")
     a.add_argument("--json", action="store_true", help="print JSON instead of tables")
     a.set_defaults(func=_agreement)
 
@@ -138,34 +150,43 @@ def _study_config(records_dir: Path) -> dict[str, Any]:
     return {"study": spec.study.model_dump(exclude_unset=True), "judge": spec.judge.model_dump(exclude_unset=True)}
 
 
-def make_ollama(args: argparse.Namespace, model: Optional[str], concurrency: int = 1) -> Any:
-    """An ``OllamaJudge`` from the options of :func:`add_ollama_args` (not yet entered)."""
-    from pointfail.judge.client import DEFAULT_MODEL, DEFAULT_OPTIONS, OllamaJudge
+def settings_from_args(args: argparse.Namespace, jcfg: "Optional[dict[str, Any]]" = None,
+                       kind: str = "ollama") -> "dict[str, Any]":
+    """The judge settings (:mod:`pointfail.judge.kinds`): the study's ``[judge]`` table ``jcfg`` with
+    the options of :func:`add_ollama_args` / :func:`add_openai_args` (and a kind's own) laid over it
+    where given; ``--model`` is the ``<kind>_model``."""
+    out: dict[str, Any] = dict(jcfg or {})
+    over = {"host": getattr(args, "host", None), "seed": getattr(args, "seed", None),
+            "num_ctx": getattr(args, "num_ctx", None), "num_predict": getattr(args, "num_predict", None),
+            "timeout": getattr(args, "timeout", None), "transport_retries": getattr(args, "transport_retries", None),
+            "no_schema": getattr(args, "no_schema", False), "concurrency": getattr(args, "concurrency", None),
+            f"{kind}_model": getattr(args, "judge_model", None),
+            "openai_base_url": getattr(args, "base_url", None), "openai_api_key_env": getattr(args, "api_key_env", None),
+            "oracle_tolerance_px": getattr(args, "tolerance_px", None), "labels": getattr(args, "labels", None)}
+    out.update({k: v for k, v in over.items() if v is not None})
+    return out
 
-    options = dict(DEFAULT_OPTIONS)
-    options.update(seed=args.seed, num_ctx=args.num_ctx, num_predict=args.num_predict)
-    return OllamaJudge(
-        host=args.host,
-        model=model or DEFAULT_MODEL,
-        options=options,
-        concurrency=concurrency,
-        timeout_s=args.timeout,
-        transport_retries=args.transport_retries,
-        use_schema=not args.no_schema,
-    )
+
+def make_ollama(args: argparse.Namespace, model: "Optional[str]", concurrency: int = 1) -> "Any":
+    """An ``OllamaJudge`` from the options of :func:`add_ollama_args` (not yet entered), through the
+    judge registry."""
+    from pointfail.judge.kinds import make_judges
+
+    settings = settings_from_args(args)
+    settings.update(ollama_model=model, concurrency=concurrency)
+    return make_judges("ollama", settings)[0]
 
 
-def make_openai(args: argparse.Namespace, base_url: str, model: str, api_key_env: Optional[str],
-                concurrency: int = 1) -> Any:
+def make_openai(args: argparse.Namespace, base_url: str, model: str, api_key_env: "Optional[str]",
+                concurrency: int = 1) -> "Any":
     """An ``OpenAIJudge`` (any OpenAI-compatible server) from the options of :func:`add_ollama_args`
-    (seed, reply cap, timeout, retries, schema), not yet entered."""
-    from pointfail.judge.served import DEFAULT_OPTIONS as OPENAI_OPTIONS
-    from pointfail.judge.served import OpenAIJudge
+    (seed, reply cap, timeout, retries, schema), not yet entered, through the judge registry."""
+    from pointfail.judge.kinds import make_judges
 
-    options = dict(OPENAI_OPTIONS, seed=args.seed, max_tokens=args.num_predict)
-    return OpenAIJudge(model=model, base_url=base_url, api_key_env=api_key_env, options=options,
-                       concurrency=concurrency, timeout_s=args.timeout, transport_retries=args.transport_retries,
-                       use_schema=not args.no_schema)
+    settings = settings_from_args(args, kind="openai")
+    settings.update(openai_base_url=base_url, openai_model=model, openai_api_key_env=api_key_env,
+                    concurrency=concurrency)
+    return make_judges("openai", settings)[0]
 
 
 def add_openai_args(p: argparse.ArgumentParser) -> None:
@@ -176,87 +197,95 @@ def add_openai_args(p: argparse.ArgumentParser) -> None:
                    "(default: study.toml [judge] openai_api_key_env; none needed on loopback servers)")
 
 
+def _study_misses(root: "Path") -> "set[tuple[str, str, str]]":
+    from pointfail.records import iter_records, records_files
+
+    return {(r.model, r.benchmark, r.sample_id) for p in records_files(root) for r in iter_records(p)
+            if r.outcome == "miss"}
+
+
 def _judge(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pointfail.judge.kinds import JudgeSetupError, get_kind
     from pointfail.judge.stage import StageBusy, judge_study
     from pointfail.records import RecordError
-
-    from pathlib import Path
+    from pointfail.study import StudyError
 
     root = Path(args.records_dir)
     if not root.is_dir():
         print(f"pointfail judge: not a directory: {root}", file=sys.stderr)
         return 2
-    from pointfail.study import StudyError
-
     try:
         cfg = _study_config(root)
     except StudyError as e:
         print(f"pointfail judge: {e}", file=sys.stderr)
         return 2
     primary = cfg.get("study", {}).get("primary_judge")
-    jcfg = cfg.get("judge", {})
-    kind = args.judge or primary or "oracle"
-    role = args.role or ("primary" if primary in (None, kind) else "other")
-    tol = args.tolerance_px if args.tolerance_px is not None else jcfg.get("oracle_tolerance_px")
-    judge: Any = "oracle"
-    if kind in ("ollama", "openai") and args.concurrency < 1:
+    name = args.judge or primary or "oracle"
+    kind = get_kind(name)
+    role = args.role or ("primary" if primary in (None, name) and kind.runs_in_study else "other")
+    if args.concurrency < 1:
         print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
         return 2
-    if kind == "ollama":
+    if kind.extra:
         from pointfail.extras import require
 
-        require("judge", "--judge ollama")
-        problem = judge_reachable(args.host)
+        require(kind.extra, f"--judge {name}")
+    settings = settings_from_args(args, cfg.get("judge", {}), kind=name)
+    url = kind.server_url(settings)
+    if url is not None:
+        problem = judge_reachable(url)
         if problem:
             print(f"pointfail judge: {problem}", file=sys.stderr)
             return 3
-        judge = make_ollama(args, args.judge_model or jcfg.get("ollama_model"), args.concurrency)
-    elif kind == "openai":
-        from pointfail.extras import require
-
-        require("judge", "--judge openai")
-        base_url = args.base_url or jcfg.get("openai_base_url")
-        model = args.judge_model or jcfg.get("openai_model")
-        if not base_url or not model:
-            print("pointfail judge: --judge openai needs --base-url and --model (or [judge] openai_base_url and "
-                  "openai_model in study.toml)", file=sys.stderr)
-            return 2
-        problem = judge_reachable(base_url)
-        if problem:
-            print(f"pointfail judge: {problem}", file=sys.stderr)
-            return 3
-        judge = make_openai(args, base_url, model, args.api_key_env or jcfg.get("openai_api_key_env"),
-                            args.concurrency)
     try:
-        report = judge_study(
-            root,
-            judge,
-            role=role,
-            data_root=args.data_root,
-            tolerance_px=tol,
-            progress=not args.no_progress and sys.stderr.isatty(),
-        )
-    except (RecordError, StageBusy) as e:
+        if name == "human":
+            settings["misses"] = _study_misses(root)
+        judges = kind.make(settings)
+    except (JudgeSetupError, RecordError) as e:
         print(f"pointfail judge: {e}", file=sys.stderr)
-        return 1
-    d = report.to_dict()
+        return 2
+    if role == "primary" and len(judges) > 1:
+        print(f"pointfail judge: {len(judges)} judges ({', '.join(j.name for j in judges)}) cannot all be the primary "
+              "judge: use --role other, or one annotator's labels", file=sys.stderr)
+        return 2
+    problems = sorted({p for j in judges for p in getattr(j, "problems", [])})
+    reports = []
+    for judge in judges:
+        try:
+            report = judge_study(root, judge, role=role, data_root=args.data_root,
+                                 progress=not args.no_progress and sys.stderr.isatty())
+        except (RecordError, StageBusy) as e:
+            print(f"pointfail judge: {e}", file=sys.stderr)
+            return 1
+        reports.append(report.to_dict())
     if args.json:
         import json
 
-        print(json.dumps(d, sort_keys=True, indent=2))
+        out: Any = reports[0] if len(reports) == 1 and not problems else {"reports": reports, "refused": problems}
+        print(json.dumps(out, sort_keys=True, indent=2))
     else:
-        print(
-            f"{d['judge']} ({d['role']}): {d['files']} files, {d['misses']} misses, {d['already']} already judged, "
-            f"{d['resumed']} resumed from a journal, {d['judged']} judged now"
-        )
-        for k, v in d["status"].items():
-            print(f"  {k}: {v}")
-        for k, v in d["labels"].items():
-            print(f"    {k}: {v}")
-        for line in d["problems"][:20]:
-            print(f"  pending: {line}", file=sys.stderr)
-    left = d["status"].get("judge_unavailable", 0) + d["status"].get("pending", 0)
-    return 3 if left else 0
+        for d in reports:
+            print(
+                f"{d['judge']} ({d['role']}): {d['files']} files, {d['misses']} misses, {d['already']} already judged, "
+                f"{d['resumed']} resumed from a journal, {d['judged']} judged now"
+                + (f", {d['skipped']} without a verdict from this judge" if d["skipped"] else "")
+            )
+            for k, v in d["status"].items():
+                print(f"  {k}: {v}")
+            for k, v in d["labels"].items():
+                print(f"    {k}: {v}")
+            for line in d["problems"][:20]:
+                print(f"  pending: {line}", file=sys.stderr)
+        if problems:
+            print(f"{len(problems)} lines of {args.labels} refused (not stored):", file=sys.stderr)
+            for line in problems[:50]:
+                print(f"  {line}", file=sys.stderr)
+            if len(problems) > 50:
+                print(f"  ... and {len(problems) - 50} more (--json lists them all)", file=sys.stderr)
+    left = sum(d["status"].get("judge_unavailable", 0) + d["status"].get("pending", 0) for d in reports)
+    return 3 if left or problems else 0
 
 
 def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str]:
@@ -330,21 +359,36 @@ def _judge_one(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from pointfail.judge.agreement import agreement_report, format_text
-    from pointfail.records import RecordError
+    from pathlib import Path
 
+    from pointfail.judge.agreement import AgreementError, agreement_report, format_text, report_json
+    from pointfail.records import RecordError
+    from pointfail.study import AggregateSpec, StudyError, load_study
+
+    root = Path(args.records_dir)
+    if not root.is_dir():
+        print(f"pointfail judge-agreement: not a directory: {root}", file=sys.stderr)
+        return 2
     try:
-        report = agreement_report(args.records_dir, args.judge)
-    except RecordError as e:
+        cfg = load_study(root / "study.toml").aggregate if (root / "study.toml").is_file() else AggregateSpec()
+        report = agreement_report(root, tuple(args.between) if args.between else None,
+                                  seed=cfg.bootstrap_seed, resamples=cfg.bootstrap_resamples)
+    except (RecordError, StudyError) as e:
         print(f"pointfail judge-agreement: {e}", file=sys.stderr)
         return 1
-    if not report:
-        print("pointfail judge-agreement: no judge besides the oracle in these records", file=sys.stderr)
+    except AgreementError as e:
+        print(f"pointfail judge-agreement: {e}", file=sys.stderr)
+        return 2
+    if not report["pairs"]:
+        found = ", ".join(report["judges"]) or "none"
+        print(f"pointfail judge-agreement: agreement needs two judges; these records have {len(report['judges'])} "
+              f"({found})", file=sys.stderr)
         return 1
     if args.json:
         import json
 
-        print(json.dumps(report, sort_keys=True, indent=2))
+        out = report_json(report)
+        print(json.dumps(out["pairs"][0] if args.between else out, sort_keys=True, indent=2))
     else:
         sys.stdout.write(format_text(report))
     return 0

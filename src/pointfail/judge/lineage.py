@@ -9,9 +9,11 @@ checkpoints are built on) plus the model's own ``lineage = [...]`` in the study.
 the study before any work unless the study says ``[judge] allow_in_lineage = true``; the failure
 composition table then says which models were graded in-lineage (:func:`lineage_note`).
 
-Judges (``[study] primary_judge`` and ``[judge] compared``): ``oracle`` (exact, from scene graphs:
-only generated suites have them), ``ollama`` and ``openai`` (model judges). The primary judge's labels
-fill the tables; compared judges fill ``Record.other_judgments`` and ``judge_agreement``.
+Judges (``[study] primary_judge`` and ``[judge] compared``) are the judge registry's kinds
+(:mod:`pointfail.judge.kinds`): ``oracle`` (exact, from scene graphs: only generated suites have them,
+``needs_scene_graphs``), ``ollama`` and ``openai`` (``model_judge``), and any kind added as a file. The
+primary judge's labels fill the tables; compared judges fill ``Record.other_judgments`` and
+``judge_agreement``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["MODEL_JUDGES", "JUDGES", "JudgePlan", "LineageError", "judge_plan", "lineage_clashes", "lineage_note"]
+__all__ = ["JudgePlan", "LineageError", "judge_plan", "lineage_clashes", "lineage_note", "model_judges"]
 
-JUDGES = ("oracle", "ollama", "openai")
-MODEL_JUDGES = ("ollama", "openai")
+
+def model_judges() -> tuple[str, ...]:
+    """The registry's kinds that are model judges (``JudgeKind.model_judge``)."""
+    from pointfail.judge.kinds import list_kinds
+
+    return tuple(k.name for k in list_kinds() if k.model_judge)
 
 
 class LineageError(ValueError):
@@ -75,23 +81,28 @@ def judge_plan(raw: dict[str, Any]) -> JudgePlan:
     jcfg = raw.get("judge", {})
     primary = study.get("primary_judge") or "oracle"
     compared = tuple(jcfg.get("compared", []))
-    problems = [f"unknown judge {j!r} (known: {', '.join(JUDGES)})" for j in (primary, *compared) if j not in JUDGES]
+    from pointfail.judge.kinds import get_kind, kind_names
+
+    known = kind_names()
+    problems = [f"unknown judge {j!r} (known: {', '.join(known)})" for j in (primary, *compared) if j not in known]
     if primary in compared:
         problems.append(f"judge {primary!r} is both primary and compared")
-    if "oracle" in (primary, *compared) and not any(b.get("loader") == "suite" for b in raw.get("benchmarks", [])):
-        problems.append("the oracle judge needs scene graphs, which only generated suites (loader = \"suite\") have; "
-                        "this study has none: name a model judge (primary_judge = \"ollama\")")
-    model_judges = [j for j in (primary, *compared) if j in MODEL_JUDGES]
+    graphs = [j for j in (primary, *compared) if j in known and get_kind(j).needs_scene_graphs]
+    if graphs and not any(b.get("loader") == "suite" for b in raw.get("benchmarks", [])):
+        problems.append(f"the {graphs[0]} judge needs scene graphs, which only generated suites (loader = \"suite\") "
+                        "have; this study has none: name a model judge (primary_judge = \"ollama\")")
+    mj = model_judges()
+    model_judges_used = [j for j in (primary, *compared) if j in mj]
     model = None
-    if model_judges:
-        model = jcfg.get(f"{model_judges[0]}_model")
+    if model_judges_used:
+        model = get_kind(model_judges_used[0]).model_name(jcfg)
     lineage = tuple(sorted({str(x).lower() for x in jcfg.get("lineage", [])}))
-    if model_judges and not lineage:
-        problems.append(f"[judge] lineage is not declared for the {model_judges[0]} judge ({model}): declare the "
+    if model_judges_used and not lineage:
+        problems.append(f"[judge] lineage is not declared for the {model_judges_used[0]} judge ({model}): declare the "
                         "model lines it derives from, e.g. lineage = [\"gemma\"], so out-of-family can be checked")
     allow = bool(jcfg.get("allow_in_lineage", False))
     plan = JudgePlan(primary, compared, model, lineage, allow)
-    if not problems and model_judges:
+    if not problems and model_judges_used:
         clashes = lineage_clashes(raw, plan)
         if clashes and not allow:
             problems.append("the judge shares lineage with evaluated models: "
@@ -123,11 +134,12 @@ def lineage_note(raw: dict[str, Any]) -> Optional[str]:
         plan = judge_plan(raw)
     except LineageError:
         return None
-    model_judges = [j for j in plan.judges if j in MODEL_JUDGES]
-    if not model_judges:
+    mj = model_judges()
+    used = [j for j in plan.judges if j in mj]
+    if not used:
         return None
-    role = "primary" if plan.primary in MODEL_JUDGES else "compared"
-    who = f"{model_judges[0]} judge {plan.model or '(model not named)'} ({role}), lineage {', '.join(plan.lineage)}"
+    role = "primary" if plan.primary in mj else "compared"
+    who = f"{used[0]} judge {plan.model or '(model not named)'} ({role}), lineage {', '.join(plan.lineage)}"
     clashes = lineage_clashes(raw, plan)
     if not clashes:
         return f"{who}: out of the lineage of every evaluated model."

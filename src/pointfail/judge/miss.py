@@ -10,7 +10,8 @@ its connection there) with a ``name`` (``oracle``, ``ollama:<model>``, ...) and
 
 A judge raises :class:`MissUnusable` (or ``OSError``) when a miss lacks what it needs (no scene
 graph, an unreadable image); the stage records a ``pending`` judgment saying why, and a rerun tries
-again.
+again. A judge that only covers some misses (human labels) raises :class:`NoVerdict` for the others:
+nothing is stored for them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Optional, Protocol
 
 from pointfail.records import Judgment, Record
 
-__all__ = ["Judge", "Miss", "MissUnusable", "PathFinder"]
+__all__ = ["Judge", "Miss", "MissUnusable", "NoVerdict", "PathFinder"]
 
 PathFinder = Callable[..., Path]
 """``find(path, extra=())``: a record's relative path (image, mask, scene graph) resolved under the
@@ -31,6 +32,11 @@ stage's roots (``extra`` folders first), or ``FileNotFoundError`` naming where i
 
 class MissUnusable(ValueError):
     """A miss a judge cannot judge for a reason outside the judge (the message says why)."""
+
+
+class NoVerdict(Exception):
+    """This judge has nothing to say about this miss (a person who did not label it): the stage
+    stores no judgment for it and counts it in ``StageReport.skipped``."""
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from pointfail.judge.miss import Judge, Miss, MissUnusable
+from pointfail.judge.miss import Judge, Miss, MissUnusable, NoVerdict
 from pointfail.records import (
     Judgment,
     Record,
@@ -88,6 +88,8 @@ class StageReport:
         resumed: verdicts recovered from journals of an interrupted run.
         stale: journal verdicts not applied because they were written for another version of the
             record (its sha256 differs: the records were regenerated since) or are malformed.
+        skipped: misses the judge had no verdict for (:class:`~pointfail.judge.miss.NoVerdict`: a
+            person who did not label them); nothing is stored for them.
         judged: misses judged in this run; status: their statuses (labeled, unlabeled,
             judge_unavailable, pending).
         labels: labels given in this run.
@@ -101,6 +103,7 @@ class StageReport:
     already: int = 0
     resumed: int = 0
     stale: int = 0
+    skipped: int = 0
     judged: int = 0
     status: Counter = field(default_factory=Counter)
     labels: Counter = field(default_factory=Counter)
@@ -116,6 +119,7 @@ class StageReport:
             "already": self.already,
             "resumed": self.resumed,
             "stale": self.stale,
+            "skipped": self.skipped,
             "judged": self.judged,
             "status": dict(sorted(self.status.items())),
             "labels": dict(sorted(self.labels.items())),
@@ -338,9 +342,14 @@ def _judge_locked(
         if bar is not None:
             bar.update(1)
 
+    def skip(rec: Record) -> None:
+        report.skipped += 1
+        if bar is not None:
+            bar.update(1)
+
     try:
         if todo:
-            asyncio.run(_run(judge, todo, paths, note, role))
+            asyncio.run(_run(judge, todo, paths, note, role, skip))
     finally:
         if bar is not None:
             bar.close()
@@ -350,7 +359,8 @@ def _judge_locked(
     return report
 
 
-async def _run(judge: Judge, todo: list[tuple[_FileState, Record]], paths: _Paths, note: Any, role: str) -> None:
+async def _run(judge: Judge, todo: list[tuple[_FileState, Record]], paths: _Paths, note: Any, role: str,
+               skipped: Any) -> None:
     """Every miss of ``todo`` through ``judge.judge_miss`` (concurrently; a model judge bounds its own
     concurrency), each verdict noted as it arrives."""
     from pointfail.judge.oracle import SceneGraphError
@@ -366,6 +376,9 @@ async def _run(judge: Judge, todo: list[tuple[_FileState, Record]], paths: _Path
                 miss = Miss(record=rec, point=point, find=paths.find, resume=current_judgment(rec, judge.name, role))
                 try:
                     j = await judge.judge_miss(miss)
+                except NoVerdict:
+                    skipped(rec)
+                    return
                 except (OSError, MissUnusable, SceneGraphError, ValueError) as e:
                     # a file missing or unreadable, no scene graph, no target id: recorded, the stage goes on
                     j = _pending(judge.name, f"cannot judge: {type(e).__name__}: {e}")
