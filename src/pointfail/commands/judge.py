@@ -279,7 +279,7 @@ def _judge(args: argparse.Namespace) -> int:
             for line in d["problems"][:20]:
                 print(f"  pending: {line}", file=sys.stderr)
         if problems:
-            print(f"{len(problems)} lines of {args.labels} refused (not stored):", file=sys.stderr)
+            print(f"{len(problems)} problems in {args.labels}; those lines are not stored:", file=sys.stderr)
             for line in problems[:50]:
                 print(f"  {line}", file=sys.stderr)
             if len(problems) > 50:
