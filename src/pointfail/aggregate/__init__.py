@@ -16,7 +16,9 @@
 ``absent.{md,csv}``        absent referents (targets of kind ``absent``)
 ``official.{md,csv}``      the benchmark's official-rule score beside pointfail's hit rate
 ``pairwise.{md,csv}``      exact McNemar test and point agreement for every pair of models
-``judge_agreement.*``      primary judge vs every other judge on the same misses
+``judge_agreement.*``      primary judge vs every other judge on the same misses (agreement, kappa, alpha)
+``judge_validity.*``       per benchmark: the judge the failure composition rests on, and its agreement
+                           with each person who labeled its misses (or that no human has)
 ``summary.json``           per model, benchmark and pooled counts and rates
 ``SHA256SUMS``             sha256 of every file above
 ========================== ==========================================================================
