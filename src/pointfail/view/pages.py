@@ -179,7 +179,8 @@ def nav_html(study: str, current: str) -> str:
         return f'<a href="{href}"{cur}>{text}</a>'
 
     return (f'<header class="top"><span class="brand">pointfail</span> <span class="study">{escape(study)}</span>'
-            f'<nav>{link("index.html", "Study", "study")} {link("list.html", "Samples", "list")}</nav></header>')
+            f'<nav>{link("index.html", "Study", "study")} {link("list.html", "Samples", "list")} '
+            f'{link("review.html", "Review", "review")}</nav></header>')
 
 
 def study_page_html(

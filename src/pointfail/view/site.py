@@ -5,7 +5,8 @@ Layout of the output directory::
     index.html               the study page (chart, headline, failure composition, judge agreement)
     list.html                the sample list (filters, counts, paging, keyboard navigation)
     sample.html              one sample (``#r.model=…&r.benchmark=…&r.id=…`` plus the list's filters)
-    assets/style.css, app.js
+    review.html              the review mode: a person labels misses (``pointfail.view.review``)
+    assets/style.css, app.js, review.js, review.css
     data/meta.js             the study's dictionaries, thumbnails and drawing constants
     data/index-NNN.js        the list rows, CHUNK_ROWS per file, columns dictionary-encoded
     data/annot/NNNN.js       what is drawn over each row's image, ANNOT_ROWS per file, loaded on demand
@@ -336,6 +337,11 @@ def build_site(
     scripts = ["data/meta.js", *(f"data/index-{k:03d}.js" for k in range(chunks))]
     for page in ("list", "sample"):
         (out / f"{page}.html").write_text(shell_html(study.name, page, scripts), encoding="utf-8")
+    from pointfail.view.review import ASSETS as REVIEW_ASSETS, review_html
+
+    for name in REVIEW_ASSETS:
+        (out / "assets" / name).write_text(asset_text(name), encoding="utf-8")
+    (out / "review.html").write_text(review_html(study.name, scripts), encoding="utf-8")
     description = ""
     toml = d / "study.toml"
     if toml.is_file():
