@@ -76,6 +76,12 @@ to fill them in).""",
     p.add_argument("--concurrency", type=int, default=4, help="judge requests in flight")
     add_ollama_args(p)
     add_openai_args(p)
+    p.add_argument("--temperature", type=float,
+                   help="model judges: sampling temperature (default 0, greedy decoding, the study's protocol)")
+    p.add_argument("--repeats", type=int, default=1, metavar="K",
+                   help="model judges: judge each miss K times (the first in its role, the others as further "
+                   "judges <name>@repeat<r> with their own seeds), every attempt stored, and report how often the "
+                   "label changes per mode (default 1)")
     for k in kinds:
         k.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the stage report as JSON")
@@ -162,7 +168,8 @@ def settings_from_args(args: argparse.Namespace, jcfg: "Optional[dict[str, Any]]
             "no_schema": getattr(args, "no_schema", False), "concurrency": getattr(args, "concurrency", None),
             f"{kind}_model": getattr(args, "judge_model", None),
             "openai_base_url": getattr(args, "base_url", None), "openai_api_key_env": getattr(args, "api_key_env", None),
-            "oracle_tolerance_px": getattr(args, "tolerance_px", None), "labels": getattr(args, "labels", None)}
+            "oracle_tolerance_px": getattr(args, "tolerance_px", None), "labels": getattr(args, "labels", None),
+            "temperature": getattr(args, "temperature", None)}
     out.update({k: v for k, v in over.items() if v is not None})
     return out
 
@@ -228,6 +235,10 @@ def _judge(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
         return 2
+    if args.repeats < 1 or (args.repeats > 1 and not kind.model_judge):
+        print(f"pointfail judge: --repeats must be >= 1, and above 1 only for a model judge ({name} is not)"
+              if args.repeats > 1 else "pointfail judge: --repeats must be >= 1", file=sys.stderr)
+        return 2
     if kind.extra:
         from pointfail.extras import require
 
@@ -260,10 +271,29 @@ def _judge(args: argparse.Namespace) -> int:
             print(f"pointfail judge: {e}", file=sys.stderr)
             return 1
         reports.append(report.to_dict())
+    consistency = None
+    if args.repeats > 1:
+        from pointfail.judge.agreement import collect_units
+        from pointfail.judge.protocol import MAX_LABEL_ATTEMPTS
+        from pointfail.judge.repeats import Repeat, self_consistency
+
+        seed = int(settings.get("seed") or 0)
+        for r in range(2, args.repeats + 1):
+            (inner,) = kind.make({**settings, "seed": seed + (r - 1) * MAX_LABEL_ATTEMPTS})
+            try:
+                rep = judge_study(root, Repeat(inner, r), role="other", data_root=args.data_root,
+                                  progress=not args.no_progress and sys.stderr.isatty())
+            except (RecordError, StageBusy) as e:
+                print(f"pointfail judge: {e}", file=sys.stderr)
+                return 1
+            reports.append(rep.to_dict())
+        consistency = self_consistency(collect_units(root), judges[0].name)
     if args.json:
         import json
 
         out: Any = reports[0] if len(reports) == 1 and not problems else {"reports": reports, "refused": problems}
+        if consistency is not None:
+            out["self_consistency"] = consistency
         print(json.dumps(out, sort_keys=True, indent=2))
     else:
         for d in reports:
@@ -278,6 +308,8 @@ def _judge(args: argparse.Namespace) -> int:
                 print(f"    {k}: {v}")
             for line in d["problems"][:20]:
                 print(f"  pending: {line}", file=sys.stderr)
+        if consistency is not None:
+            print(format_consistency(consistency))
         if problems:
             print(f"{len(problems)} problems in {args.labels}; those lines are not stored:", file=sys.stderr)
             for line in problems[:50]:
@@ -286,6 +318,18 @@ def _judge(args: argparse.Namespace) -> int:
                 print(f"  ... and {len(problems) - 50} more (--json lists them all)", file=sys.stderr)
     left = sum(d["status"].get("judge_unavailable", 0) + d["status"].get("pending", 0) for d in reports)
     return 3 if left or problems else 0
+
+
+def format_consistency(c: "dict[str, Any]") -> str:
+    """The self-consistency summary of :func:`pointfail.judge.repeats.self_consistency`, one line per mode."""
+    def rate(x: "Optional[float]") -> str:
+        return "undefined (no miss)" if x is None else f"{100 * x:.1f}%"
+
+    lines = [f"self-consistency of {c['judge']} over {1 + len(c['repeats'])} runs: the label changed on "
+             f"{c['changed']} of {c['misses']} misses ({rate(c['change_rate'])})"]
+    for m, v in c["per_mode"].items():
+        lines.append(f"  {m} (first run): changed on {v['changed']} of {v['misses']} ({rate(v['change_rate'])})")
+    return "\n".join(lines)
 
 
 def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str]:
@@ -380,9 +424,14 @@ def _agreement(args: argparse.Namespace) -> int:
         print(f"pointfail judge-agreement: {e}", file=sys.stderr)
         return 2
     if not report["pairs"]:
-        found = ", ".join(report["judges"]) or "none"
-        print(f"pointfail judge-agreement: agreement needs two judges; these records have {len(report['judges'])} "
-              f"({found})", file=sys.stderr)
+        from pointfail.judge.repeats import base_name
+
+        firsts = [n for n in report["judges"] if base_name(n) is None]
+        rest = len(report["judges"]) - len(firsts)
+        print(f"pointfail judge-agreement: agreement needs two judges; these records have {len(firsts)} "
+              f"({', '.join(firsts) or 'none'})" + (f" and {rest} repeats of them" if rest else ""), file=sys.stderr)
+        if report.get("self_consistency"):
+            sys.stdout.write(format_text(report))
         return 1
     if args.json:
         import json

@@ -39,6 +39,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from pointfail.judge.repeats import base_name, self_consistency
 from pointfail.records import FAILURE_MODES, iter_records, records_files
 
 ORACLE = "oracle"
@@ -339,7 +340,9 @@ def agreement_report(records_dir: Union[str, Path], between: Optional[tuple[str,
     Returns:
         ``{"judges": [names], "pairs": [pair_agreement(...)], "all_judges": group_alpha(...) | None
         (fewer than three judges, or ``between``), "humans": group_alpha(...) | None (fewer than two
-        human annotators, or ``between``)}``.
+        human annotators, or ``between``), "self_consistency": [per judge with repeats,
+        :func:`pointfail.judge.repeats.self_consistency`]}``; repeats (``<name>@repeat<r>``) are left
+        out of the pairs and of the group alphas.
 
     Raises:
         RecordError: an invalid records line. AgreementError: ``between`` names no single judge, or
@@ -354,13 +357,17 @@ def agreement_report(records_dir: Union[str, Path], between: Optional[tuple[str,
             raise AgreementError(f"--between names the same judge twice ({a})")
         pairs = [(a, b)]
     else:
-        pairs = [(x, y) for i, x in enumerate(names) for y in names[i + 1:]]
-    humans = [n for n in names if n.startswith(HUMAN_PREFIX)]
+        firsts = [n for n in names if base_name(n) is None]  # repeats are read as self-consistency
+        pairs = [(x, y) for i, x in enumerate(firsts) for y in firsts[i + 1:]]
+    firsts = [n for n in names if base_name(n) is None]
+    humans = [n for n in firsts if n.startswith(HUMAN_PREFIX)]
+    repeated = sorted({b[0] for n in names if (b := base_name(n)) is not None and b[0] in names})
     return {
         "judges": names,
         "pairs": [pair_agreement(units, a, b, **kw) for a, b in pairs],
-        "all_judges": group_alpha(units, names, **kw) if between is None and len(names) >= 3 else None,
+        "all_judges": group_alpha(units, firsts, **kw) if between is None and len(firsts) >= 3 else None,
         "humans": group_alpha(units, humans, **kw) if between is None and len(humans) >= 2 else None,
+        "self_consistency": [self_consistency(units, b) for b in repeated] if between is None else [],
     }
 
 
@@ -412,6 +419,12 @@ def format_text(report: dict[str, Any]) -> str:
         rows = [[k, f(v["precision"]), f(v["recall"]), v["support_a"], v["support_b"]] for k, v in p["per_mode"].items()]
         parts.append(tabulate(rows, headers=["failure mode", f"precision (vs {p['a']})", f"recall (vs {p['a']})",
                                              f"n {p['a']}", f"n {p['b']}"], tablefmt="github"))
+    for c in report.get("self_consistency", []):
+        rows = [[m, v["misses"], v["changed"], "undefined (no miss)" if v["change_rate"] is None else
+                 format(v["change_rate"], ".3f")] for m, v in c["per_mode"].items()]
+        parts.append(f"## self-consistency of {c['judge']} ({1 + len(c['repeats'])} runs)\n"
+                     + tabulate(rows, headers=["failure mode (first run)", "misses", "changed", "change rate"],
+                                tablefmt="github"))
     for key, title in (("all_judges", "all judges"), ("humans", "human annotators")):
         g = report.get(key)
         if g:

@@ -20,7 +20,7 @@ def chat_options(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 class Ollama(JudgeKind):
     """Settings: ``host`` (default ``$OLLAMA_HOST``, else loopback 11434), ``ollama_model`` (default
-    :data:`pointfail.judge.settings.DEFAULT_MODEL`), ``seed``, ``num_ctx``, ``num_predict`` (defaults
+    :data:`pointfail.judge.settings.DEFAULT_MODEL`), ``seed``, ``num_ctx``, ``num_predict``, ``temperature`` (defaults
     :data:`pointfail.judge.settings.DEFAULT_OPTIONS`) and :func:`chat_options`."""
 
     name = "ollama"
@@ -39,6 +39,8 @@ class Ollama(JudgeKind):
 
         options = dict(DEFAULT_OPTIONS)
         options.update({k: int(settings[k]) for k in ("seed", "num_ctx", "num_predict") if settings.get(k) is not None})
+        if settings.get("temperature") is not None:
+            options["temperature"] = float(settings["temperature"])
         return [OllamaJudge(host=settings.get("host"), model=settings.get("ollama_model") or DEFAULT_MODEL,
                             options=options, **chat_options(settings))]
 

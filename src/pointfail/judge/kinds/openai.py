@@ -11,7 +11,7 @@ from pointfail.judge.kinds.ollama import chat_options
 
 class OpenAI(JudgeKind):
     """Settings: ``openai_base_url`` and ``openai_model`` (required), ``openai_api_key_env``, ``seed``,
-    ``num_predict`` (sent as ``max_tokens``) and :func:`~pointfail.judge.kinds.ollama.chat_options`."""
+    ``num_predict`` (sent as ``max_tokens``), ``temperature`` and :func:`~pointfail.judge.kinds.ollama.chat_options`."""
 
     name = "openai"
     summary = "a model judge behind any OpenAI-compatible server (vLLM, SGLang, llama.cpp, ...)"
@@ -33,6 +33,8 @@ class OpenAI(JudgeKind):
             options["seed"] = int(settings["seed"])
         if settings.get("num_predict") is not None:
             options["max_tokens"] = int(settings["num_predict"])
+        if settings.get("temperature") is not None:
+            options["temperature"] = float(settings["temperature"])
         return [OpenAIJudge(model=model, base_url=base_url, api_key_env=settings.get("openai_api_key_env"),
                             options=options, **chat_options(settings))]
 
