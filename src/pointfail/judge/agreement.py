@@ -223,9 +223,9 @@ def pair_agreement(units: list[Unit], a: str, b: str, *, seed: int = 0, resample
         replicate_stats,
     )
 
-    labels = list(FAILURE_MODES)
+    labels: list[str] = list(FAILURE_MODES)
     axis = [*labels, UNLABELED]
-    index = {k: i for i, k in enumerate(labels)}
+    index: dict[str, int] = {k: i for i, k in enumerate(labels)}
     confusion = {x: {y: 0 for y in axis} for x in axis}
     not_verdicts: dict[str, dict[str, int]] = {"a": {}, "b": {}}
     per_cluster: dict[str, Any] = {}
@@ -235,7 +235,7 @@ def pair_agreement(units: list[Unit], a: str, b: str, *, seed: int = 0, resample
         if va is None or vb is None:
             continue
         compared += 1
-        cells = []
+        cells: list[Optional[str]] = []
         for side, (status, label) in (("a", va), ("b", vb)):
             if status == "labeled" and label in index:
                 cells.append(label)
@@ -311,10 +311,10 @@ def group_alpha(units: list[Unit], judges: list[str], *, seed: int = 0, resample
         if sum(counts) < 2:
             continue
         counts_all.append(counts)
-        o = np.array([[float(x) for x in r] for r in coincidence([counts])])
-        per_cluster[u.cluster] = per_cluster.get(u.cluster, 0) + o
-    o = coincidence(counts_all) if counts_all else [[Fraction(0)] * len(labels) for _ in labels]
-    value = alpha_from_coincidence(o, labels)
+        unit_o = np.array([[float(x) for x in r] for r in coincidence([counts])])
+        per_cluster[u.cluster] = per_cluster.get(u.cluster, 0) + unit_o
+    total = coincidence(counts_all) if counts_all else [[Fraction(0)] * len(labels) for _ in labels]
+    value = alpha_from_coincidence(total, labels)
     if not counts_all:
         value = (None, f"no miss was labeled by two or more of {', '.join(judges)}")
     reps = None
@@ -352,16 +352,16 @@ def agreement_report(records_dir: Union[str, Path], between: Optional[tuple[str,
     names = judge_names(units)
     kw = {"seed": seed, "resamples": resamples}
     if between is not None:
-        a, b = (resolve_judge(x, names) for x in between)
-        if a == b:
+        a, b_ = (resolve_judge(x, names) for x in between)
+        if a == b_:
             raise AgreementError(f"--between names the same judge twice ({a})")
-        pairs = [(a, b)]
+        pairs = [(a, b_)]
     else:
         firsts = [n for n in names if base_name(n) is None]  # repeats are read as self-consistency
         pairs = [(x, y) for i, x in enumerate(firsts) for y in firsts[i + 1:]]
     firsts = [n for n in names if base_name(n) is None]
     humans = [n for n in firsts if n.startswith(HUMAN_PREFIX)]
-    repeated = sorted({b[0] for n in names if (b := base_name(n)) is not None and b[0] in names})
+    repeated = sorted({rb[0] for n in names if (rb := base_name(n)) is not None and rb[0] in names})
     return {
         "judges": names,
         "pairs": [pair_agreement(units, a, b, **kw) for a, b in pairs],
