@@ -25,8 +25,10 @@ Write a study's failure browser, a static site that opens from file:// (default
 <study>/view/): a study page (failure profile, hit rates, failure composition; each
 bar segment links to exactly its samples), a sample list (filters, counts, keyboard
 navigation) and a page per sample (the image with the target and every parsed point,
-the raw reply, the parse, the geometry, every judge attempt). With --serve it then
-serves the site on 127.0.0.1 and opens it in the default browser.
+the raw reply, the parse, the geometry, every judge attempt), and a review mode
+(review.html) where a person labels misses with the keyboard, the judges' verdicts
+hidden until answered, and exports the labels for pointfail judge --judge human.
+With --serve it then serves the site on 127.0.0.1 and opens it in the default browser.
 
 Images are copied from where the records say they are; when they are missing, the
 pages say which command brings them.""",
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     for b, (n, hint) in sorted(res.missing_images.items()):
         print(f"[view] {n} records of {b} have no image: {hint}")
     print(f"[view] open {res.out_dir / 'index.html'}")
+    print(f"[view] review mode (label misses): {res.out_dir / 'review.html'}")
     if args.serve:
         try:
             serve(res.out_dir, port=args.port, open_browser=not args.no_open)
