@@ -169,8 +169,8 @@ class _Spec(BaseModel):
 
 class StudyInfo(_Spec):
     """``[study]``: ``name`` (an identifier; also the folder name under ``data/`` and ``work/``), a
-    free-text ``description`` and the ``primary_judge`` (a kind of the judge registry, :mod:`pointfail.judge.kinds`: ``oracle``, ``ollama``, ``openai``, ...) whose
-    labels fill the tables."""
+    free-text ``description`` and the ``primary_judge`` (a kind of the judge registry,
+    :mod:`pointfail.judge.kinds`: ``oracle``, ``ollama``, ``openai``, ...) whose labels fill the tables."""
 
     name: Name
     description: str = Field(default="", max_length=4000)
