@@ -138,6 +138,9 @@ def test_label_five_misses_export_and_reimport(site, context, tmp_path):
 
 
 def test_filters_and_the_stratified_sample(site, context):
+    page = (site["site"] / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Judge validity</h2>" in page and "no human has labeled these misses" in page
+    assert '<a href="review.html">Review</a>' in page
     pg = context.new_page()
     base = (site["site"] / "review.html").as_uri()
     open_review(pg, base + "#per=2", annotator="bob")

@@ -162,6 +162,15 @@ def agreement_html(tables: Mapping[str, bytes]) -> str:
                   "Judge agreement: each further judge against the primary judge on the same misses")
 
 
+def validity_html(tables: Mapping[str, bytes]) -> str:
+    """The judge-validity table: which judge the failure composition rests on, per benchmark, and its
+    agreement with the people who labeled its misses (the review mode's labels)."""
+    data = _csv(tables["judge_validity.csv"])
+    return _table(data[0], [[escape(c) for c in r] for r in data[1:]],
+                  "Judge validity: the judge each benchmark's failure composition rests on, against the people "
+                  "who labeled its misses (review.html)")
+
+
 def page_html(title: str, body: str, *, css: str, head_extra: str = "", scripts: Sequence[str] = (),
               inline_css: bool = False) -> str:
     """A complete page: ``css`` is a path (linked) or, with ``inline_css``, the CSS text itself."""
@@ -227,6 +236,7 @@ def study_page_html(
         + "<h2>Hit rate</h2>" + headline_html(tables)
         + "<h2>How the misses fail</h2>" + composition_html(tables, links=links)
         + (("<h2>Judge agreement</h2>" + agreement_html(tables)) if "judge_agreement.csv" in tables else "")
+        + (("<h2>Judge validity</h2>" + validity_html(tables)) if "judge_validity.csv" in tables else "")
         + "</main>"
     )
     return page_html(f"pointfail: {study}", body, css=css, inline_css=inline_css)

@@ -528,7 +528,7 @@
   }
   // the review page (assets/review.js) renders itself from the same columns and helpers
   PF.lib = { D: D, N: N, keyOf: keyOf, readState: readState, run: run, h: h, annotBox: annotBox,
-    loadShard: loadShard, withAnnots: withAnnots, annotOf: annotOf, badge: badge, judgeCard: judgeCard };
+    loadShard: loadShard, withAnnots: withAnnots, annotOf: annotOf };
   if (document.getElementById('app').getAttribute('data-page') === 'review') return;
   window.addEventListener('hashchange', function () { PF.focusList = true; render(); });
   document.addEventListener('keydown', function (ev) {
