@@ -55,7 +55,8 @@ the target in green and the point in red and asked for one label.
 Only misses without a final verdict from this judge are judged (a rerun continues
 where the last one stopped); records are rewritten in place, atomically. Exit 0 when
 every miss has a final verdict, 3 when some are judge_unavailable or pending (rerun
-to fill them in).""",
+to fill them in) or, with --judge human, some lines of --labels were refused (each is
+listed: no such miss, an unknown label, an annotator's second line about one miss).""",
         example="pointfail judge records/default --judge oracle",
     )
     p.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
@@ -311,7 +312,8 @@ def _judge(args: argparse.Namespace) -> int:
         if consistency is not None:
             print(format_consistency(consistency))
         if problems:
-            print(f"{len(problems)} problems in {args.labels}; those lines are not stored:", file=sys.stderr)
+            print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'} in {args.labels}; those lines are "
+                  "not stored:", file=sys.stderr)
             for line in problems[:50]:
                 print(f"  {line}", file=sys.stderr)
             if len(problems) > 50:
