@@ -118,18 +118,23 @@ def coincidence(units: Sequence[Sequence[int]]) -> list[list[Fraction]]:
     if not units:
         return []
     k = len(units[0])
-    o = [[Fraction(0)] * k for _ in range(k)]
+    by_m: dict[int, list[list[int]]] = {}  # integer sums per unit size m, divided by m - 1 once at the end
     for u in units:
         m = sum(u)
         if m < 2:
             continue
+        acc = by_m.setdefault(m, [[0] * k for _ in range(k)])
         for c in range(k):
             if not u[c]:
                 continue
             for d in range(k):
-                v = u[c] * u[d] - (u[c] if c == d else 0)
-                if v:
-                    o[c][d] += Fraction(v, m - 1)
+                acc[c][d] += u[c] * u[d] - (u[c] if c == d else 0)
+    o = [[Fraction(0)] * k for _ in range(k)]
+    for m, acc in by_m.items():
+        for c in range(k):
+            for d in range(k):
+                if acc[c][d]:
+                    o[c][d] += Fraction(acc[c][d], m - 1)
     return o
 
 
