@@ -14,7 +14,13 @@ Format (canonical JSON: sorted keys, UTF-8, one trailing newline)::
      "benchmarks": {"<benchmark name>": ENTRY, ...},
      "models": {"<model name>": ENTRY, ...}}
     ENTRY = {"repo_id": "owner/name", "repo_type": "dataset" | "model", "revision": "<40 hex>",
-             "files": {"<path relative to the download folder>": "<sha256 hex>", ...}}
+             "files": {"<path relative to the download folder>": "<sha256 hex>", ...},
+             "archives": {"<a .zip of files>": {"sha256": "<hex>", "members": ["<decoded name>", ...]}}}
+
+``archives`` (present when the download holds zip archives, as Point-Bench's release does) lists
+every archive's sha256 and its member files under their decoded names
+(:func:`pointfail.benchmarks.archive.archive_summary`, which also refuses an unsafe archive at the
+first fetch); a later fetch refuses an archive whose member list differs from the lock.
 
 Downloads go through ``huggingface_hub.snapshot_download`` (the Hub client, honouring
 ``HF_ENDPOINT``); before it, the file list comes from ``HfApi.repo_info(files_metadata=True)`` at the
@@ -85,6 +91,12 @@ def read_lock(path: str | Path) -> dict[str, Any]:
                    or f.startswith("/") or ".." in f.split("/")]
             if bad:
                 problems.append(f"{kind}.{name}: bad file entries {bad[:3]}")
+            archives = entry.get("archives", {})
+            if not isinstance(archives, dict) or any(
+                    a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
+                    or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
+                    for a, v in archives.items()):
+                problems.append(f"{kind}.{name}: archives must map a locked file to its sha256 and member list")
     if problems:
         raise LockError(f"{p}:\n  " + "\n  ".join(problems))
     return data
@@ -209,13 +221,21 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     if (out / ".cache").is_dir() and not any((out / ".cache").iterdir()):
         (out / ".cache").rmdir()
     files = {rel: sha256_file(out / rel) for rel in sorted(expected)}
-    new = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
+    archives = _archives(out, files, name)
+    new: dict[str, Any] = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
+    if archives:
+        new["archives"] = archives
     if entry is not None:
         locked = entry["files"]
         diff = [f"{rel}: sha256 {files[rel]} != locked {locked[rel]}" for rel in sorted(set(files) & set(locked))
                 if files[rel] != locked[rel]]
         diff += [f"{rel}: not in the lock" for rel in sorted(set(files) - set(locked))]
         diff += [f"{rel}: locked but not served" for rel in sorted(set(locked) - set(files))]
+        for a in sorted(set(archives) & set(entry.get("archives", {}))):
+            want, got = set(entry["archives"][a]["members"]), set(archives[a]["members"])
+            if want != got:
+                diff.append(f"{a}: members differ from the lock ({len(got - want)} not locked, e.g. "
+                            f"{sorted(got - want)[:3]}; {len(want - got)} missing, e.g. {sorted(want - got)[:3]})")
         if diff:
             raise LockError(f"{name}: refusing {repo_id}@{rev}: {len(diff)} file(s) do not match {lock_file}:\n  "
                             + "\n  ".join(diff[:20]))
@@ -226,6 +246,23 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     write_lock(lock_file, lock)
     log(f"[lock] {name}: locked {len(files)} files at {rev} in {lock_file}")
     return new
+
+
+def _archives(out: Path, files: dict[str, str], name: str) -> dict[str, dict[str, Any]]:
+    """:func:`pointfail.benchmarks.archive.archive_summary` of every ``.zip`` among ``files``.
+
+    Raises:
+        LockError: an archive is refused (its one line)."""
+    from pointfail.benchmarks.archive import ArchiveError, archive_summary
+
+    found: dict[str, dict[str, Any]] = {}
+    for rel in sorted(files):
+        if rel.lower().endswith(".zip"):
+            try:
+                found[rel] = archive_summary(out / rel)
+            except ArchiveError as e:
+                raise LockError(f"{name}: {e}") from None
+    return found
 
 
 # ----------------------------------------------------------------------------- study-side helpers
