@@ -1,6 +1,8 @@
 """``make reproduce``: the whole study, in order, with the wall time of every stage.
 
-Stages: prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
+Stages: fetch or check data and weights against the study lock → preflight (every benchmark row loads
+from the publisher's files, every weights folder matches the lock: stops in seconds, before any image)
+→ prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
 rendered inside the pinned ``suites`` image and checked against the committed manifests) → runs (one
 model container at a time) → judge (the oracle; an Ollama judge too when ``OLLAMA_HOST`` is set) →
 aggregate → compare (the regenerated tables against the committed ``tables/`` byte for byte).
@@ -289,6 +291,91 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     return EXIT_CONTENT_DRIFT if content else EXIT_OK
 
 
+@dataclass
+class Preflight:
+    """What :func:`preflight` found: per benchmark the samples loaded (``loaded``), and one line per
+    problem (``problems``); ``seconds`` its wall time."""
+
+    loaded: dict[str, int]
+    problems: list[str]
+    seconds: float
+
+
+def preflight(repo: Path, study, data_root: Path, lock_file: Path, *, log: Callable[[str], None] = print) -> Preflight:
+    """Nothing learned late: before any image is built, load every row of every benchmark the study
+    fetches from a hub (its loader, on the files its publisher ships: image headers are read and
+    hashed, not decoded; archives unpacked safely beside them), and check every weights folder and
+    data folder against ``lock_file`` (:func:`pointfail.studylock.verify_tree`) and a remote-code
+    checkpoint against its weights manifest. Generated suites are rendered and checked later, in the
+    data stage.
+
+    Returns:
+        :class:`Preflight`; ``problems`` names, per benchmark, the file and row at fault and the
+        publisher's layout (the loader's documented release, ``docs/releases.md``), per model the
+        file that differs from the lock or manifest. Empty when the study can run.
+    """
+    import warnings
+
+    from pointfail.backends.base import BackendError
+    from pointfail.backends.manifest import verify_weights
+    from pointfail.benchmarks import BenchmarkError, load
+    from pointfail.benchmarks.fetch import SOURCES
+    from pointfail.study import Roots, StudyError, inside
+    from pointfail.studylock import LockError, read_lock, verify_tree
+
+    t0 = time.monotonic()
+    roots = Roots.for_study(study, repo, data=data_root)
+    problems: list[str] = []
+    loaded: dict[str, int] = {}
+    try:
+        lock = read_lock(lock_file)
+    except LockError as e:
+        return Preflight({}, [f"study lock: {e}"], time.monotonic() - t0)
+    for b in [b for b in study.benchmarks if not b.generator]:
+        d = roots.data_dir(b)
+        src = SOURCES.get(b.loader)
+        layout = (f"the publisher's layout: {src.repo_id}: {src.note}; docs/releases.md" if src
+                  else "docs/releases.md")
+        entry = lock["benchmarks"].get(b.name)
+        if entry is not None:
+            problems += [f"benchmark {b.name}: {p} (locked in {_shown(lock_file, repo)})"
+                         for p in verify_tree(d, entry["files"])]
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            try:
+                samples = load(b.loader, d, limit=b.limit)
+            except BenchmarkError as e:
+                problems.append(f"benchmark {b.name} ({_shown(d, repo)}) does not load as published ({layout}):\n    "
+                                + "\n    ".join(e.problems[:20])
+                                + (f"\n    ... and {len(e.problems) - 20} more" if len(e.problems) > 20 else ""))
+                continue
+        loaded[b.name] = len(samples)
+        for w in notes:
+            log(f"[preflight] {b.name}: note: {w.message}")
+        if b.size is not None and b.limit is None and len(samples) != b.size:
+            problems.append(f"benchmark {b.name} ({_shown(d, repo)}): {len(samples)} samples load, the study says "
+                            f"size = {b.size} ({layout})")
+        log(f"[preflight] {b.name}: {len(samples)} samples load from {_shown(d, repo)}")
+    for m in study.models:
+        if m.kind != "container" or not getattr(m, "checkpoint", ""):
+            continue
+        try:
+            w = roots.weights_dir(m)
+        except StudyError as e:
+            problems.append(f"model {m.name}: {e}")
+            continue
+        entry = lock["models"].get(m.name)
+        if entry is not None:
+            problems += [f"model {m.name}: {p} (locked in {_shown(lock_file, repo)})" for p in verify_tree(w, entry["files"])]
+        if getattr(m, "weights_manifest", None):
+            try:
+                n = verify_weights(w, inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest"))
+                log(f"[preflight] {m.name}: {n} files match its weights manifest")
+            except (BackendError, StudyError, OSError) as e:
+                problems.append(f"model {m.name}: {e}")
+    return Preflight(loaded, problems, time.monotonic() - t0)
+
+
 def debian_report(base, built: dict) -> list[str]:
     """Lines naming every Debian package whose installed version differs from the recorded one, for
     the base (a :class:`pointfail_runner.base.LocalBase`) and each built image
@@ -407,6 +494,20 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     base_lock = repo / "images/base/base.lock.json"
     snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
+    # Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
+    # benchmark row and check every weights folder, before the engine, the base or any image.
+    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
+                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
+    if needs_fetch:
+        fetch_cmds: list[str] = []
+        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
+              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
+                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
+        pre = timed("preflight (every benchmark row, every weights folder)",
+                    lambda: preflight(repo, study, data_root, lock_file, log=log))
+        if pre.problems:
+            raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
+                                 "checks):\n  " + "\n  ".join(pre.problems[:40]))
     if client is None:
         client = timed("docker engine", ensure_engine)
 
@@ -445,13 +546,6 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     built = timed("images", build_all)
 
-    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
-                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
-    if needs_fetch:
-        fetch_cmds: list[str] = []
-        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
-              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
-                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
 
     checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
