@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -163,3 +164,23 @@ def test_stand_in_point_bench_archives_nest_members_per_category():
     assert images == {f"selected_images/{r['category']}/{r['image_filename']}" for r in rows}
     assert masks == {f"selected_masks/{r['category']}/{r['mask_filename']}" for r in rows}
     assert {r["category"] for r in rows} == set(CATEGORIES)
+
+
+def test_refspatial_unseen_samples_carry_the_publishers_warning_in_the_hit_rate_tables(tmp_path):
+    """The rehearsal's records count RefSpatial-Bench's two Unseen samples: headline.md and outcomes.md
+    carry the publisher's warning with that count; a study without Unseen samples carries none."""
+    from pointfail.aggregate import aggregate
+    from pointfail.benchmarks.refspatial import UNSEEN_WARNING
+
+    study = tmp_path / "s"
+    shutil.copytree(REPO / "records/pointfail-vlm-rehearsal", study, ignore=shutil.ignore_patterns("tables"))
+    files = aggregate(study)
+    line = f"- RefSpatial-Bench's Unseen split: 2 sample(s) are counted in its column and in pooled; {UNSEEN_WARNING}\n"
+    assert "If your model is not trained with RefSpatial, this set should not be used for evaluation." in UNSEEN_WARNING
+    assert [n for n, b in sorted(files.items()) if line.encode() in b] == ["headline.md", "outcomes.md"]
+    for m in study.iterdir():  # drop the Unseen rows: no warning anywhere
+        f = m / "refspatial.jsonl"
+        if f.is_file():
+            f.write_text("".join(x for x in f.read_text(encoding="utf-8").splitlines(keepends=True)
+                                 if '"split":"unseen"' not in x), encoding="utf-8")
+    assert not any(b"Unseen split" in b for b in aggregate(study).values())

@@ -33,9 +33,9 @@ AXES = ("split", "category", "step")
 RELEASE = tuple(f"{s}/{f}" for s in SPLITS for f in ("question.json", "image/*.png", "mask/*.png"))
 """Glob patterns of the published raw-data files the loader reads (``BAAI/RefSpatial-Bench``; the
 repository also holds ``data/<split>-*.parquet`` copies for the ``datasets`` library, not read)."""
-UNSEEN_WARNING = ("RefSpatial-Bench's publisher: the Unseen split is meant to evaluate models trained with "
-                  "RefSpatial (it holds spatial relation combinations absent from RefSpatial); \"If your model "
-                  "is not trained with RefSpatial, this set should not be used for evaluation.\"")
+UNSEEN_WARNING = ("its publisher made the split to evaluate models after training on RefSpatial (it holds spatial "
+                  "relation combinations absent from RefSpatial) and warns: \"If your model is not trained with "
+                  "RefSpatial, this set should not be used for evaluation.\"")
 """The publisher's warning on the Unseen split (dataset card of ``BAAI/RefSpatial-Bench``, section
 "Unseen Set"), carried into the tables' notes wherever an Unseen sample is counted."""
 
