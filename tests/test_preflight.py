@@ -107,3 +107,31 @@ def test_reproduce_stops_before_the_engine_when_a_benchmark_does_not_load(tmp_pa
     assert "stopped before any image was built" in msg
     assert "benchmark where2place" in msg and "4 samples load, the study says size = 100" in msg
     assert "wentao-yuan/where2place" in msg
+
+
+def test_the_judge_digest_is_pinned_at_first_contact_and_a_different_one_refused(tmp_path):
+    """The first run that reaches the Ollama judge records its model digest in study.lock; a later
+    run against a server with other weights under the same tag is refused before any miss is sent."""
+    import json
+
+    from pointfail.studylock import LockError, pin_judge, read_lock
+    from pointfail.testing.ollama_fake import DIGEST, FakeOllama
+    from pointfail_runner.reproduce import judge_digest
+
+    lock = tmp_path / "study.lock"
+    with FakeOllama(lambda n, body: "hallucinated", model="gemma4:31b") as fake:
+        digest = judge_digest(fake.url, "gemma4:31b")
+        assert digest == DIGEST
+        assert judge_digest(fake.url, "llama3:8b") is None
+        assert pin_judge(lock, "ollama", "gemma4:31b", digest) == "recorded"
+    assert read_lock(lock)["judge"] == {"ollama": {"model": "gemma4:31b", "digest": DIGEST}}
+    assert json.loads(lock.read_text())["schema"] == "pointfail.study_lock/1"
+    assert pin_judge(lock, "ollama", "gemma4:31b", DIGEST) == "matches"
+    other = "sha256:" + "cd" * 32
+    with pytest.raises(LockError, match="refusing"):
+        pin_judge(lock, "ollama", "gemma4:31b", other)
+    with pytest.raises(LockError, match="the study pins"):
+        pin_judge(tmp_path / "new.lock", "ollama", "gemma4:31b", DIGEST, expected=other)
+    with pytest.raises(LockError, match="no digest"):
+        pin_judge(tmp_path / "new.lock", "ollama", "gemma4:31b", None)
+    assert not (tmp_path / "new.lock").exists()

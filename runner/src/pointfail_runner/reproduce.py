@@ -146,8 +146,17 @@ def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], lis
     return drift, content
 
 
+def judge_digest(host: str, model: str) -> Optional[str]:
+    """The digest an Ollama server at ``host`` lists for ``model`` (``/api/tags`` through the
+    ``ollama`` package; ``model`` or ``model:latest``), ``None`` when it does not list it."""
+    import ollama
+
+    names = {model, f"{model}:latest"} if ":" not in model else {model}
+    return next((m.digest for m in ollama.Client(host=host).list().models if m.model in names), None)
+
+
 def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[dict[str, str]] = None,
-                log: Callable[[str], None] = print) -> None:
+                lock_file: Optional[Path] = None, log: Callable[[str], None] = print) -> None:
     """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`), as the study
     names its judges (:func:`pointfail.judge.lineage.judge_plan`): the primary judge fills
     ``Record.judge``, every compared judge ``other_judgments``. The oracle uses ``[judge]
@@ -155,9 +164,14 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
     a rehearsal's stand-in judge). With a model judge at hand (``OLLAMA_HOST``) and the oracle primary,
     the Ollama judge is compared too; with more than one judge their agreement is printed.
 
+    With ``lock_file``, the Ollama judge's model digest is pinned there before any miss is sent
+    (:func:`pointfail.studylock.pin_judge`: recorded by the first run, refused when it changes, and
+    checked against ``[judge] ollama_digest`` when the study sets one).
+
     Raises:
         ReproduceError: the primary judge left misses without a final verdict (pending or
-            judge_unavailable), or a compared judge left misses pending.
+            judge_unavailable), or a compared judge left misses pending; the judge's digest differs
+            from the lock or the study's pin.
     """
     from pointfail.judge.agreement import agreement_report, format_text
     from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge
@@ -174,7 +188,20 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
         if j == "oracle":
             judge = OracleJudge(study.judge.oracle_tolerance_px)
         elif j == "ollama":
-            judge = OllamaJudge(host=host, model=study.judge.ollama_model or DEFAULT_MODEL)
+            model = study.judge.ollama_model or DEFAULT_MODEL
+            if lock_file is not None and host:
+                from pointfail.studylock import LockError, pin_judge
+
+                try:
+                    how = pin_judge(lock_file, "ollama", model, judge_digest(host, model),
+                                    expected=study.judge.ollama_digest or None)
+                except LockError as e:
+                    raise ReproduceError(f"judge: {e}") from None
+                except Exception as e:  # noqa: BLE001 - the server cannot be asked: the stage reports it below
+                    log(f"[reproduce] judge ollama: digest not checked ({type(e).__name__}: {e})")
+                else:
+                    log(f"[reproduce] judge ollama: {model} digest {how} in {_shown(lock_file, Path.cwd())}")
+            judge = OllamaJudge(host=host, model=model)
         else:
             from pointfail.judge.served import OpenAIJudge
 
@@ -566,7 +593,7 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     timed("runs (one model container at a time)", runs)
 
     def judge():
-        judge_stage(records, study, plan, data_root=repo, env=env, log=log)
+        judge_stage(records, study, plan, data_root=repo, env=env, lock_file=lock_file, log=log)
 
     timed("judge", judge)
     timed("aggregate", lambda: aggregate_study(records, log=log))
