@@ -377,8 +377,8 @@ def preflight(repo: Path, study, data_root: Path, lock_file: Path, *, log: Calla
                                 + (f"\n    ... and {len(e.problems) - 20} more" if len(e.problems) > 20 else ""))
                 continue
         loaded[b.name] = len(samples)
-        for w in notes:
-            log(f"[preflight] {b.name}: note: {w.message}")
+        for note in notes:
+            log(f"[preflight] {b.name}: note: {note.message}")
         if b.size is not None and b.limit is None and len(samples) != b.size:
             problems.append(f"benchmark {b.name} ({_shown(d, repo)}): {len(samples)} samples load, the study says "
                             f"size = {b.size} ({layout})")

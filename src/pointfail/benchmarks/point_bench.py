@@ -160,9 +160,9 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
         problems.raise_if_any()
     images_dir, images_why = resolve_folder(root, "images")
     masks_dir, masks_why = resolve_folder(root, "masks")
-    for d, why in ((images_dir, images_why), (masks_dir, masks_why)):
+    for d, found in ((images_dir, images_why), (masks_dir, masks_why)):
         if d is None:
-            problems.add(why)
+            problems.add(found)
     problems.raise_if_any()
     assert images_dir is not None and masks_dir is not None
     images = NfcIndex(images_dir)
