@@ -158,7 +158,11 @@ def test_stand_in_checkpoints_answer_in_their_family_format(name, tmp_path):
         write_weights_manifest(HUB_DIR / "models" / name, tmp_path / "manifest.json")
         kw = {"revision": "a" * 40, "weights_manifest": str(tmp_path / "manifest.json")}
     b = backend.load(str(HUB_DIR / "models" / name), "cpu", **kw)
-    img = Image.open(HUB_DIR / "datasets/point-bench/images/spatial/spatial_04.png").convert("RGB")
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(HUB_DIR / "datasets/point-bench/selected_images.zip") as zf:
+        img = Image.open(io.BytesIO(zf.read("selected_images/spatial/spatial_04.png"))).convert("RGB")
     out = b.generate([WorkItem(sample_id="s", image=img, image_path="s.png", prompt="Point to the red block",
                                max_new_tokens=32)])[0]
     assert out["raw_text"] == "".join(ANSWERS[name])

@@ -14,7 +14,17 @@ Format (canonical JSON: sorted keys, UTF-8, one trailing newline)::
      "benchmarks": {"<benchmark name>": ENTRY, ...},
      "models": {"<model name>": ENTRY, ...}}
     ENTRY = {"repo_id": "owner/name", "repo_type": "dataset" | "model", "revision": "<40 hex>",
-             "files": {"<path relative to the download folder>": "<sha256 hex>", ...}}
+             "files": {"<path relative to the download folder>": "<sha256 hex>", ...},
+             "archives": {"<a .zip of files>": {"sha256": "<hex>", "members": ["<decoded name>", ...]}}}
+
+A study whose misses a model judge labels also pins that judge: ``"judge": {"ollama": {"model":
+"<name:tag>", "digest": "<the server's digest>"}}``, written by the first run that reaches the judge
+(:func:`pin_judge`, trust on first pull, as for data and weights); later runs refuse another digest.
+
+``archives`` (present when the download holds zip archives, as Point-Bench's release does) lists
+every archive's sha256 and its member files under their decoded names
+(:func:`pointfail.benchmarks.archive.archive_summary`, which also refuses an unsafe archive at the
+first fetch); a later fetch refuses an archive whose member list differs from the lock.
 
 Downloads go through ``huggingface_hub.snapshot_download`` (the Hub client, honouring
 ``HF_ENDPOINT``); before it, the file list comes from ``HfApi.repo_info(files_metadata=True)`` at the
@@ -34,7 +44,7 @@ from pointfail.hub import COMMIT_ID, hub_expected_files, hub_offline
 from pointfail.records import canonical_json, sha256_file
 
 __all__ = ["LOCK_NAME", "SCHEMA", "LockError", "lock_path", "read_lock", "write_lock", "fetch_locked", "verify_tree",
-           "resolve_revision"]
+           "resolve_revision", "pin_judge"]
 
 LOCK_NAME = "study.lock"
 SCHEMA = "pointfail.study_lock/1"
@@ -85,6 +95,16 @@ def read_lock(path: str | Path) -> dict[str, Any]:
                    or f.startswith("/") or ".." in f.split("/")]
             if bad:
                 problems.append(f"{kind}.{name}: bad file entries {bad[:3]}")
+            archives = entry.get("archives", {})
+            if not isinstance(archives, dict) or any(
+                    a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
+                    or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
+                    for a, v in archives.items()):
+                problems.append(f"{kind}.{name}: archives must map a locked file to its sha256 and member list")
+    judges = data.get("judge", {})
+    if not isinstance(judges, dict) or any(not isinstance(v, dict) or not isinstance(v.get("model"), str)
+                                           or not isinstance(v.get("digest"), str) for v in judges.values()):
+        problems.append("judge: must map a judge to its model and digest")
     if problems:
         raise LockError(f"{p}:\n  " + "\n  ".join(problems))
     return data
@@ -209,13 +229,21 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     if (out / ".cache").is_dir() and not any((out / ".cache").iterdir()):
         (out / ".cache").rmdir()
     files = {rel: sha256_file(out / rel) for rel in sorted(expected)}
-    new = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
+    archives = _archives(out, files, name)
+    new: dict[str, Any] = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
+    if archives:
+        new["archives"] = archives
     if entry is not None:
         locked = entry["files"]
         diff = [f"{rel}: sha256 {files[rel]} != locked {locked[rel]}" for rel in sorted(set(files) & set(locked))
                 if files[rel] != locked[rel]]
         diff += [f"{rel}: not in the lock" for rel in sorted(set(files) - set(locked))]
         diff += [f"{rel}: locked but not served" for rel in sorted(set(locked) - set(files))]
+        for a in sorted(set(archives) & set(entry.get("archives", {}))):
+            want, got = set(entry["archives"][a]["members"]), set(archives[a]["members"])
+            if want != got:
+                diff.append(f"{a}: members differ from the lock ({len(got - want)} not locked, e.g. "
+                            f"{sorted(got - want)[:3]}; {len(want - got)} missing, e.g. {sorted(want - got)[:3]})")
         if diff:
             raise LockError(f"{name}: refusing {repo_id}@{rev}: {len(diff)} file(s) do not match {lock_file}:\n  "
                             + "\n  ".join(diff[:20]))
@@ -226,6 +254,50 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     write_lock(lock_file, lock)
     log(f"[lock] {name}: locked {len(files)} files at {rev} in {lock_file}")
     return new
+
+
+def _archives(out: Path, files: dict[str, str], name: str) -> dict[str, dict[str, Any]]:
+    """:func:`pointfail.benchmarks.archive.archive_summary` of every ``.zip`` among ``files``.
+
+    Raises:
+        LockError: an archive is refused (its one line)."""
+    from pointfail.benchmarks.archive import ArchiveError, archive_summary
+
+    found: dict[str, dict[str, Any]] = {}
+    for rel in sorted(files):
+        if rel.lower().endswith(".zip"):
+            try:
+                found[rel] = archive_summary(out / rel)
+            except ArchiveError as e:
+                raise LockError(f"{name}: {e}") from None
+    return found
+
+
+def pin_judge(lock_file: str | Path, judge: str, model: str, digest: Optional[str], *,
+              expected: Optional[str] = None) -> str:
+    """Pin a model judge's weights in the study lock: the first call records ``digest`` (what the
+    judge server reports for ``model``, e.g. Ollama's ``/api/tags``) under ``judge.<judge>``; a later
+    call with another model or digest is refused. ``expected`` (a digest the study or
+    ``images/judge/model.lock`` pins) must match too. Returns ``"recorded"`` or ``"matches"``.
+
+    Raises:
+        LockError: no digest reported (the server lacks the model); a digest other than the lock's
+            or ``expected`` (the tag now names other weights); the lock unreadable.
+    """
+    if not digest:
+        raise LockError(f"judge {judge}: the server reports no digest for {model!r} (is it pulled?)")
+    if expected and expected != digest:
+        raise LockError(f"judge {judge}: {model} has digest {digest}, the study pins {expected}")
+    lock = read_lock(lock_file)
+    entry = lock.get("judge", {}).get(judge)
+    if entry is not None:
+        if entry.get("model") != model or entry.get("digest") != digest:
+            raise LockError(f"{lock_file}: judge {judge} is locked to {entry.get('model')} {entry.get('digest')}; the "
+                            f"server has {model} {digest}; refusing (remove the entry to re-lock)")
+        return "matches"
+    lock.setdefault("judge", {})[judge] = {"model": model, "digest": digest}
+    write_lock(lock_file, lock)
+    return "recorded"
 
 
 # ----------------------------------------------------------------------------- study-side helpers

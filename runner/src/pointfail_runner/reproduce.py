@@ -1,6 +1,8 @@
 """``make reproduce``: the whole study, in order, with the wall time of every stage.
 
-Stages: prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
+Stages: fetch or check data and weights against the study lock → preflight (every benchmark row loads
+from the publisher's files, every weights folder matches the lock: stops in seconds, before any image)
+→ prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
 rendered inside the pinned ``suites`` image and checked against the committed manifests) → runs (one
 model container at a time) → judge (the oracle; an Ollama judge too when ``OLLAMA_HOST`` is set) →
 aggregate → compare (the regenerated tables against the committed ``tables/`` byte for byte).
@@ -144,8 +146,40 @@ def suite_report(checks: list["SuiteCheck"], repo: Path) -> tuple[list[str], lis
     return drift, content
 
 
+def judge_digest(host: str, model: str) -> Optional[str]:
+    """The digest an Ollama server at ``host`` lists for ``model`` (``/api/tags`` through the
+    ``ollama`` package; ``model`` or ``model:latest``), ``None`` when it does not list it."""
+    import ollama
+
+    names = {model, f"{model}:latest"} if ":" not in model else {model}
+    return next((m.digest for m in ollama.Client(host=host).list().models if m.model in names), None)
+
+
+def _pin_ollama_digest(lock_file: Path, study, host: str, log: Callable[[str], None]) -> None:
+    """Pin the Ollama judge's model digest in ``lock_file`` before any miss is sent
+    (:func:`pointfail.studylock.pin_judge`); a server that cannot be asked is logged, not fatal (the
+    judge stage reports it).
+
+    Raises:
+        ReproduceError: the digest differs from the lock or from ``[judge] ollama_digest``.
+    """
+    from pointfail.judge.client import DEFAULT_MODEL
+    from pointfail.studylock import LockError, pin_judge
+
+    model = study.judge.ollama_model or DEFAULT_MODEL
+    try:
+        how = pin_judge(lock_file, "ollama", model, judge_digest(host, model),
+                        expected=study.judge.ollama_digest or None)
+    except LockError as e:
+        raise ReproduceError(f"judge: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the server cannot be asked: the stage reports it below
+        log(f"[reproduce] judge ollama: digest not checked ({type(e).__name__}: {e})")
+    else:
+        log(f"[reproduce] judge ollama: {model} digest {how} in {_shown(lock_file, Path.cwd())}")
+
+
 def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[dict[str, str]] = None,
-                log: Callable[[str], None] = print) -> None:
+                lock_file: Optional[Path] = None, log: Callable[[str], None] = print) -> None:
     """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`), as the study
     names its judges (:func:`pointfail.judge.lineage.judge_plan`): the primary judge fills
     ``Record.judge``, every compared judge ``other_judgments``. The oracle uses ``[judge]
@@ -153,9 +187,14 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
     a rehearsal's stand-in judge). With a model judge at hand (``OLLAMA_HOST``) and the oracle primary,
     the Ollama judge is compared too; with more than one judge their agreement is printed.
 
+    With ``lock_file``, the Ollama judge's model digest is pinned there before any miss is sent
+    (:func:`pointfail.studylock.pin_judge`: recorded by the first run, refused when it changes, and
+    checked against ``[judge] ollama_digest`` when the study sets one).
+
     Raises:
         ReproduceError: the primary judge left misses without a final verdict (pending or
-            judge_unavailable), or a compared judge left misses pending.
+            judge_unavailable), or a compared judge left misses pending; the judge's digest differs
+            from the lock or the study's pin.
     """
     from pointfail.judge.agreement import agreement_report, format_text
     from pointfail.judge.kinds import make_judges
@@ -169,6 +208,8 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
     for j in judges:
         role = "primary" if j == plan.primary else "other"
         judge: Judge
+        if j == "ollama" and lock_file is not None and host:
+            _pin_ollama_digest(lock_file, study, host, log)
         (judge,) = make_judges(j, settings)  # the judge registry: the one place a name becomes a judge
         rep = judge_study(records, judge, role=role, data_root=data_root)
         log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
@@ -279,6 +320,91 @@ def data(repo: Path, study_file: Path, *, variant: str = "cpu", base_lock: Optio
     for p in content:
         log(p)
     return EXIT_CONTENT_DRIFT if content else EXIT_OK
+
+
+@dataclass
+class Preflight:
+    """What :func:`preflight` found: per benchmark the samples loaded (``loaded``), and one line per
+    problem (``problems``); ``seconds`` its wall time."""
+
+    loaded: dict[str, int]
+    problems: list[str]
+    seconds: float
+
+
+def preflight(repo: Path, study, data_root: Path, lock_file: Path, *, log: Callable[[str], None] = print) -> Preflight:
+    """Nothing learned late: before any image is built, load every row of every benchmark the study
+    fetches from a hub (its loader, on the files its publisher ships: image headers are read and
+    hashed, not decoded; archives unpacked safely beside them), and check every weights folder and
+    data folder against ``lock_file`` (:func:`pointfail.studylock.verify_tree`) and a remote-code
+    checkpoint against its weights manifest. Generated suites are rendered and checked later, in the
+    data stage.
+
+    Returns:
+        :class:`Preflight`; ``problems`` names, per benchmark, the file and row at fault and the
+        publisher's layout (the loader's documented release, ``docs/releases.md``), per model the
+        file that differs from the lock or manifest. Empty when the study can run.
+    """
+    import warnings
+
+    from pointfail.backends.base import BackendError
+    from pointfail.backends.manifest import verify_weights
+    from pointfail.benchmarks import BenchmarkError, load
+    from pointfail.benchmarks.fetch import SOURCES
+    from pointfail.study import Roots, StudyError, inside
+    from pointfail.studylock import LockError, read_lock, verify_tree
+
+    t0 = time.monotonic()
+    roots = Roots.for_study(study, repo, data=data_root)
+    problems: list[str] = []
+    loaded: dict[str, int] = {}
+    try:
+        lock = read_lock(lock_file)
+    except LockError as e:
+        return Preflight({}, [f"study lock: {e}"], time.monotonic() - t0)
+    for b in [b for b in study.benchmarks if not b.generator]:
+        d = roots.data_dir(b)
+        src = SOURCES.get(b.loader)
+        layout = (f"the publisher's layout: {src.repo_id}: {src.note}; docs/releases.md" if src
+                  else "docs/releases.md")
+        entry = lock["benchmarks"].get(b.name)
+        if entry is not None:
+            problems += [f"benchmark {b.name}: {p} (locked in {_shown(lock_file, repo)})"
+                         for p in verify_tree(d, entry["files"])]
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always")
+            try:
+                samples = load(b.loader, d, limit=b.limit)
+            except BenchmarkError as e:
+                problems.append(f"benchmark {b.name} ({_shown(d, repo)}) does not load as published ({layout}):\n    "
+                                + "\n    ".join(e.problems[:20])
+                                + (f"\n    ... and {len(e.problems) - 20} more" if len(e.problems) > 20 else ""))
+                continue
+        loaded[b.name] = len(samples)
+        for note in notes:
+            log(f"[preflight] {b.name}: note: {note.message}")
+        if b.size is not None and b.limit is None and len(samples) != b.size:
+            problems.append(f"benchmark {b.name} ({_shown(d, repo)}): {len(samples)} samples load, the study says "
+                            f"size = {b.size} ({layout})")
+        log(f"[preflight] {b.name}: {len(samples)} samples load from {_shown(d, repo)}")
+    for m in study.models:
+        if m.kind != "container" or not getattr(m, "checkpoint", ""):
+            continue
+        try:
+            w = roots.weights_dir(m)
+        except StudyError as e:
+            problems.append(f"model {m.name}: {e}")
+            continue
+        entry = lock["models"].get(m.name)
+        if entry is not None:
+            problems += [f"model {m.name}: {p} (locked in {_shown(lock_file, repo)})" for p in verify_tree(w, entry["files"])]
+        if getattr(m, "weights_manifest", None):
+            try:
+                n = verify_weights(w, inside(study.dir, m.weights_manifest, f"models {m.name!r} weights_manifest"))
+                log(f"[preflight] {m.name}: {n} files match its weights manifest")
+            except (BackendError, StudyError, OSError) as e:
+                problems.append(f"model {m.name}: {e}")
+    return Preflight(loaded, problems, time.monotonic() - t0)
 
 
 def debian_report(base, built: dict) -> list[str]:
@@ -399,6 +525,20 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     base_lock = repo / "images/base/base.lock.json"
     snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
+    # Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
+    # benchmark row and check every weights folder, before the engine, the base or any image.
+    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
+                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
+    if needs_fetch:
+        fetch_cmds: list[str] = []
+        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
+              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
+                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
+        pre = timed("preflight (every benchmark row, every weights folder)",
+                    lambda: preflight(repo, study, data_root, lock_file, log=log))
+        if pre.problems:
+            raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
+                                 "checks):\n  " + "\n  ".join(pre.problems[:40]))
     if client is None:
         client = timed("docker engine", ensure_engine)
 
@@ -437,13 +577,6 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     built = timed("images", build_all)
 
-    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
-                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
-    if needs_fetch:
-        fetch_cmds: list[str] = []
-        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
-              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
-                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
 
     checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
@@ -464,7 +597,7 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     timed("runs (one model container at a time)", runs)
 
     def judge():
-        judge_stage(records, study, plan, data_root=repo, env=env, log=log)
+        judge_stage(records, study, plan, data_root=repo, env=env, lock_file=lock_file, log=log)
 
     timed("judge", judge)
     timed("aggregate", lambda: aggregate_study(records, log=log))

@@ -69,6 +69,10 @@ class Study:
     judge_note: Optional[str] = None
     """The judges' lineage line (:func:`pointfail.judge.lineage.lineage_note`) for the failure
     composition table, when the study names one."""
+    unseen_refspatial: set = field(default_factory=set)
+    """Sample ids of RefSpatial-Bench's Unseen split counted in the study (records whose metadata
+    carries ``split = unseen`` and the ``directive_suffix`` only the RefSpatial-Bench loader sets):
+    their tables carry the publisher's warning (:data:`pointfail.benchmarks.refspatial.UNSEEN_WARNING`)."""
     digests: Any = None
     """:class:`pointfail.integrity.RecordDigests` of the scan: ``tables/records.sha256``, which
     ``SHA256SUMS`` lists, so it covers the records as well as the tables."""
@@ -167,6 +171,9 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
                 for observe in record_folds:
                     observe(rec)
                 row = row_from_record(rec)
+                md = dict(row.metadata)
+                if md.get("split") == "unseen" and "directive_suffix" in md:
+                    study.unseen_refspatial.add((row.benchmark, row.sample_id))
                 if row.benchmark == POOLED:
                     raise AggregateError(f"{p}: benchmark name {POOLED!r} is reserved for pooled rows")
                 if row.target_absent:  # counted apart, in no hit rate: only absent-aware builders see it

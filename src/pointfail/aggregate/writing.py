@@ -13,20 +13,39 @@ __all__ = ["TABLES_DIR", "aggregate", "build_tables", "write_tables"]
 TABLES_DIR = "tables"
 """The folder of a study directory that holds its tables."""
 
+UNSEEN_NOTE_TABLES = ("headline", "outcomes")
+"""The tables (the hit rates per benchmark) that carry RefSpatial-Bench's Unseen-split warning when
+the study counts Unseen samples."""
+
+
+def unseen_note(study: Study) -> list[str]:
+    """The publisher's warning on RefSpatial-Bench's Unseen split, with how many of its samples the
+    study counts (empty when none): :data:`pointfail.benchmarks.refspatial.UNSEEN_WARNING`."""
+    if not study.unseen_refspatial:
+        return []
+    from pointfail.benchmarks.refspatial import UNSEEN_WARNING
+
+    n = len({sid for _, sid in study.unseen_refspatial})
+    return [f"RefSpatial-Bench's Unseen split: {n} sample(s) are counted in its column and in pooled; {UNSEEN_WARNING}"]
+
 
 def build_tables(study: Study) -> dict[str, bytes]:
     """Every table file's name and bytes (each registered builder's tables, rendered by
     :mod:`pointfail.tables`), ``records.sha256`` (a digest per record, :mod:`pointfail.integrity`)
     and ``SHA256SUMS`` of them all. The study's ``[aggregate] notes``
-    (:attr:`Study.notes`) follow every table's own notes.
+    (:attr:`Study.notes`) follow every table's own notes; the tables of :data:`UNSEEN_NOTE_TABLES`
+    carry :func:`unseen_note` first, when the study counts RefSpatial-Bench Unseen samples.
 
     Raises:
         ValueError: two builders producing the same file name.
     """
     files: dict[str, bytes] = {}
     extra = study.notes
+    unseen = unseen_note(study)
     for builder in study.builders:
         for out in builder.tables(study):
+            if unseen and isinstance(out, Table) and out.name in UNSEEN_NOTE_TABLES:
+                out = replace(out, notes=[*out.notes, *unseen])
             if extra and isinstance(out, Table):
                 out = replace(out, notes=[*out.notes, *extra])
             for name, data in out.files().items():

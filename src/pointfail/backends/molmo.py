@@ -14,7 +14,8 @@ code needs the transformers 4.4x-4.5x line (issue 4; it is why Molmo v1 gets its
 
 Generation follows the model card: ``processor.process(images=[image], text=prompt)``, a batch
 dimension added, ``model.generate_from_batch(inputs, GenerationConfig(max_new_tokens=N,
-stop_strings="<|endoftext|>"), tokenizer=processor.tokenizer)`` with greedy decoding, new tokens
+stop_strings="<|endoftext|>", use_cache=True), tokenizer=processor.tokenizer)`` with greedy decoding
+(``use_cache`` explicit: the released ``generate_from_batch`` asserts it), new tokens
 decoded with special tokens skipped. One sample per ``generate_from_batch`` call (the card's
 processor takes one example); the worker's batch is run item by item. The molmo frame is percent of
 the original image, so no model-input size is recorded.
@@ -67,7 +68,10 @@ class MolmoBackend(TorchBackend):
         for item in batch:
             inputs = self.processor.process(images=[item.image], text=item.prompt)
             inputs = {k: v.to(self.device).unsqueeze(0) for k, v in inputs.items()}
-            cfg = GenerationConfig(max_new_tokens=item.max_new_tokens, stop_strings="<|endoftext|>", do_sample=False)
+            # use_cache is said explicitly: the released generate_from_batch asserts it, and transformers 5.x
+            # leaves GenerationConfig.use_cache None (4.48 defaults it to True)
+            cfg = GenerationConfig(max_new_tokens=item.max_new_tokens, stop_strings="<|endoftext|>", do_sample=False,
+                                   use_cache=True)
             with torch.inference_mode():
                 ids = self.model.generate_from_batch(inputs, cfg, tokenizer=self.processor.tokenizer)
             new = ids[0, inputs["input_ids"].size(1):]

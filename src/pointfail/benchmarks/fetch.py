@@ -47,7 +47,8 @@ class Source:
 
 SOURCES: dict[str, Source] = {
     "point-bench": Source("PointArena/pointarena-data",
-                          note="PointArena Point-Bench (data.json, images/<category>/, masks/)"),
+                          note="PointArena Point-Bench (data.json, pixmo_metadata.csv, selected_images.zip, "
+                               "selected_masks.zip)"),
     "where2place": Source("wentao-yuan/where2place",
                           note="RoboPoint Where2Place (point_questions.jsonl, images/, masks/NN.jpg)"),
     "refspatial": Source("BAAI/RefSpatial-Bench", revision="a7f69fa42fc0cc635f432e67def2856778c0eecd",
@@ -145,7 +146,13 @@ def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
     problems = verify_files(out, expected)
     if problems:
         raise FetchError(f"{name}: {len(problems)} file(s) failed verification:\n  " + "\n  ".join(problems[:20]))
+    from .archive import ArchiveError, archive_summary
+
     record = {"benchmark": name, "repo_id": src.repo_id, "repo_type": src.repo_type, "revision": rev,
               "files": {rel: sha256_file(out / rel) for rel in sorted(expected)}}
+    try:  # every archive's sha256 and member list (an unsafe archive is refused here, before any load)
+        record["archives"] = {rel: archive_summary(out / rel) for rel in sorted(expected) if rel.lower().endswith(".zip")}
+    except ArchiveError as e:
+        raise FetchError(f"{name}: {e}") from None
     (out / "pointfail-fetch.json").write_text(canonical_json(record), encoding="utf-8")
     return out

@@ -44,6 +44,9 @@ AXES = ("answer_type", "data_type", "category", "ui_style", "language", "surface
         "element_type", "app_category", "platform", "app")
 """Every tag axis the official scorers break results down by (union over the three subsets)."""
 
+RELEASE = tuple(f"{s}/data/test/{f}" for s in SUBSETS for f in ("metadata.jsonl", "*.png"))
+"""Glob patterns of the published files the loaders read (``WarmwindOS/pointerbench``)."""
+
 _NOT_METADATA = {"id", "file_name", "instruction", "bbox", "point", "eval", "image_size", "scene_graph"}
 
 

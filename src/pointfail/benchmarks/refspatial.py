@@ -30,6 +30,14 @@ from ._common import NfcIndex, Problems, image_ref, measure_mask, read_json, row
 NAME = "refspatial"
 SPLITS = ("Location", "Placement", "Unseen")
 AXES = ("split", "category", "step")
+RELEASE = tuple(f"{s}/{f}" for s in SPLITS for f in ("question.json", "image/*.png", "mask/*.png"))
+"""Glob patterns of the published raw-data files the loader reads (``BAAI/RefSpatial-Bench``; the
+repository also holds ``data/<split>-*.parquet`` copies for the ``datasets`` library, not read)."""
+UNSEEN_WARNING = ("its publisher made the split to evaluate models after training on RefSpatial (it holds spatial "
+                  "relation combinations absent from RefSpatial) and warns: \"If your model is not trained with "
+                  "RefSpatial, this set should not be used for evaluation.\"")
+"""The publisher's warning on the Unseen split (dataset card of ``BAAI/RefSpatial-Bench``, section
+"Unseen Set"), carried into the tables' notes wherever an Unseen sample is counted."""
 
 
 def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:

@@ -23,6 +23,8 @@ from ._common import NfcIndex, Problems, boxes_sha256, check_box, image_ref, rea
 
 NAME = "screenspot-pro"
 AXES = ("group", "application", "platform", "ui_type")
+RELEASE = ("annotations/*.json", "images/*/*")
+"""Glob patterns of the published files the loader reads (``likaixin/ScreenSpot-Pro``)."""
 
 
 def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:

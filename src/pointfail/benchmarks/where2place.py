@@ -24,6 +24,8 @@ from ._common import NfcIndex, Problems, image_ref, measure_mask, read_jsonl, ro
 
 NAME = "where2place"
 AXES = ("category",)
+RELEASE = ("point_questions.jsonl", "images/*", "masks/[0-9][0-9].jpg")
+"""Glob patterns of the published files the loader reads (``wentao-yuan/where2place``)."""
 
 
 def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:

@@ -35,9 +35,17 @@ class Molmo(Family):
     """Molmo v1 point tags, percent frame."""
 
     name = "molmo"
-    image_requirements = {"torchvision": (
-        "the released checkpoints' remote image preprocessing (image_preprocessing_molmo.py) imports torchvision",
-        ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924", "allenai/Molmo-7B-O-0924", "allenai/Molmo-72B-0924"))}
+    image_requirements = {
+        "torchvision": (
+            "the released checkpoints' remote image preprocessing (image_preprocessing_molmo.py) imports torchvision",
+            ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924", "allenai/Molmo-7B-O-0924", "allenai/Molmo-72B-0924")),
+        # run here on the released code (artifact.md, "Molmo v1's released remote code"): resize_and_pad
+        # calls tf.image.resize unconditionally, so the first sample fails without TensorFlow
+        "tensorflow-cpu": (
+            "the released checkpoints' remote image preprocessing (image_preprocessing_molmo.py, resize_and_pad) "
+            "imports tensorflow",
+            ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924", "allenai/Molmo-7B-O-0924", "allenai/Molmo-72B-0924")),
+    }
     lineage = ("molmo", "olmo", "qwen")  # Molmo-7B-D is built on Qwen2-7B, MolmoE-1B on OLMoE-1B-7B, Molmo-7B-O on OLMo-7B (Molmo paper)
     frame = Frame("percent_100", "percent", 100, "xy", "0-100 percent of the original image (Molmo point tags)")
     checkpoints = ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924")

@@ -9,9 +9,12 @@ it and compares bytes.
 Every repository is a STAND-IN and says so (a ``README.md`` in each, ``cardData.pointfail_stand_in``
 in ``repo_info``, the catalogue's ``note``):
 
-* **Point-Bench** (``PointArena/pointarena-data``): ``data.json`` rows (``image_filename``,
-  ``user_input``, ``category``, ``count``, ``mask_filename``), ``images/<category>/``, ``masks/``,
-  ``pixmo_metadata.csv`` with the steerable rows' reference points (percent); all five categories.
+* **Point-Bench** (``PointArena/pointarena-data``), the published files exactly
+  (:data:`pointfail.benchmarks.point_bench.RELEASE_FILES`): ``data.json`` rows (``image_filename``,
+  ``user_input``, ``category``, ``count``, ``mask_filename``), ``pixmo_metadata.csv`` with the
+  steerable rows' reference points (percent), ``selected_images.zip`` with members
+  ``selected_images/<category>/<image_filename>`` and ``selected_masks.zip`` with
+  ``selected_masks/<category>/<mask_filename>`` (:func:`zip_bytes`); all five categories.
 * **Where2Place** (``wentao-yuan/where2place``): ``point_questions.jsonl`` (``question_id``, ``image``,
   ``text`` with RoboPoint's ``<image>`` line and 0-1 answer directive, ``category``), ``images/NN.jpg``,
   ``masks/NN.jpg``.
@@ -123,10 +126,48 @@ def _free_space_left(box: tuple[int, int, int, int]) -> tuple[int, int, int, int
     return (max(0, x0 - 20), y0, max(1, x0 - 1), y1)
 
 
+def zip_bytes(members: dict[str, bytes], *, utf8_flag: bool = True, folders: bool = True,
+              modes: dict[str, int] | None = None, flagless: tuple[str, ...] = ()) -> bytes:
+    """A zip archive of ``members`` (name -> bytes) with fixed bytes: stored (no compression, so no
+    zlib version shows), members in name order, each dated 1980-01-01, Unix mode 0644 (``modes``
+    overrides per name, e.g. a symlink's ``0o120777``), with a directory entry for every folder
+    (``folders``), as ``zip -r`` writes them.
+
+    ``utf8_flag=False`` stores non-ASCII names as UTF-8 bytes *without* the zip's UTF-8 flag, as
+    macOS's Archive Utility and Info-ZIP do (the case Point-Bench's loaders work around); the
+    standard library always sets the flag, so the flag is cleared on the member's ``ZipInfo``;
+    ``flagless`` names the members stored that way when ``utf8_flag`` is true."""
+    import zipfile
+
+    class _FlaglessInfo(zipfile.ZipInfo):
+        def _encodeFilenameFlags(self):  # noqa: N802 - zipfile's name: UTF-8 bytes, bit 11 left clear
+            return self.filename.encode("utf-8"), self.flag_bits & ~0x800
+
+    names = set(members)
+    if folders:
+        for n in list(members):
+            parts = n.split("/")[:-1]
+            names.update("/".join(parts[:i]) + "/" for i in range(1, len(parts) + 1))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for n in sorted(names):
+            cls = zipfile.ZipInfo if utf8_flag and n not in flagless else _FlaglessInfo
+            info = cls(n, date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system = 3
+            is_dir = n.endswith("/")
+            mode = (modes or {}).get(n, 0o40755 if is_dir else 0o100644)
+            info.external_attr = (mode << 16) | (0x10 if is_dir else 0)
+            zf.writestr(info, b"" if is_dir else members[n])
+    return buf.getvalue()
+
+
 def point_bench_files(seed: int = 1) -> dict[str, bytes]:
-    """Point-Bench in PointArena's layout (see the module docstring): 10 rows, two per category."""
+    """Point-Bench as PointArena publishes it (see the module docstring): ``data.json``,
+    ``pixmo_metadata.csv``, ``selected_images.zip`` (``selected_images/<category>/<image>``) and
+    ``selected_masks.zip`` (``selected_masks/<category>/<mask>``); 10 rows, two per category."""
     rng = np.random.RandomState(seed)
-    rows, files, pixmo = [], {}, []
+    rows, images, masks, pixmo = [], {}, {}, []
+    files: dict[str, bytes] = {}
     specs = [
         ("affordable", "Which object would you use to cut paper?", [("red", 12), ("blue", 10)], [0]),
         ("affordable", "Point to the handle of the yellow mug.", [("yellow", 12), ("green", 10)], [0]),
@@ -142,8 +183,8 @@ def point_bench_files(seed: int = 1) -> dict[str, bytes]:
     for i, (cat, text, blocks, targets) in enumerate(specs):
         img, placed = _scene(rng, blocks)
         name = f"{cat}_{i:02d}.png"
-        files[f"images/{cat}/{name}"] = _png(img)
-        files[f"masks/{cat}_{i:02d}_mask.png"] = _png(_mask([placed[t][1] for t in targets]))
+        images[f"selected_images/{cat}/{name}"] = _png(img)
+        masks[f"selected_masks/{cat}/{cat}_{i:02d}_mask.png"] = _png(_mask([placed[t][1] for t in targets]))
         row: dict[str, Any] = {"image_filename": name, "user_input": text, "category": cat, "mask_filename": f"{cat}_{i:02d}_mask.png"}
         if cat == "counting":
             row["count"] = len(targets)
@@ -158,6 +199,8 @@ def point_bench_files(seed: int = 1) -> dict[str, bytes]:
     wr.writerow(["image_filename", "points"])
     wr.writerows(pixmo)
     files["pixmo_metadata.csv"] = buf.getvalue().encode()
+    files["selected_images.zip"] = zip_bytes(images)
+    files["selected_masks.zip"] = zip_bytes(masks)
     return files
 
 

@@ -85,8 +85,13 @@ class MolmoForCausalLM(PreTrainedModel):
     @torch.no_grad()
     def generate_from_batch(self, batch, generation_config=None, tokenizer=None, **kwargs):
         """Greedy decoding (the model card's call); stops at the tokenizer's end-of-text token (or
-        ``generation_config.eos_token_id``) or after ``max_new_tokens``."""
-        max_new = int(getattr(generation_config, "max_new_tokens", None) or 20)
+        ``generation_config.eos_token_id``) or after ``max_new_tokens``. As in the released code, a
+        ``generation_config`` with ``max_new_tokens`` is required and it must keep ``use_cache``."""
+        if generation_config is None or generation_config.max_new_tokens is None:
+            raise ValueError("generate_from_batch needs a GenerationConfig with max_new_tokens (as the released code)")
+        if not generation_config.use_cache:
+            raise ValueError("generate_from_batch needs use_cache=True (the released code asserts it)")
+        max_new = int(generation_config.max_new_tokens)
         eos = getattr(tokenizer, "eos_token_id", None)
         if eos is None and generation_config is not None:
             eos = generation_config.eos_token_id

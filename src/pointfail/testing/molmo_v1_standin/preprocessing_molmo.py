@@ -3,7 +3,9 @@
 ``MolmoProcessor.process(images=[image], text=prompt)``: the image is resized to one square crop
 (``crop_size`` pixels, bilinear, Pillow only), cut into ``patch_size`` patches scaled to [-1, 1]; the
 text is ``" User: {prompt} Assistant:"`` (Molmo v1's chat format) after the image tokens
-``<im_start>``, one ``<im_patch>`` per patch, ``<im_end>``. Returns ``input_ids`` (long, ``[seq]``),
+``<im_start>``, one ``<im_patch>`` per patch, ``<im_end>``, and, as the released processor does, the
+whole sequence follows one BOS token (the tokenizer's ``bos_token_id``, else its ``eos_token_id``: Qwen2
+and OLMo have no BOS), with ``image_input_idx`` shifted by one for it. Returns ``input_ids`` (long, ``[seq]``),
 ``images`` (float, ``[1, patches, patch_size*patch_size*3]``), ``image_input_idx`` (long,
 ``[1, patches]``: positions of the ``<im_patch>`` tokens) and ``image_masks`` (float, ``[1, patches]``).
 """
@@ -47,10 +49,11 @@ class MolmoProcessor:
         tok = self.tokenizer
         start, patch, end = (tok.convert_tokens_to_ids(t) for t in ("<im_start>", "<im_patch>", "<im_end>"))
         text_ids = tok.encode(" User: " + text + " Assistant:", add_special_tokens=False)
-        ids = [start] + [patch] * (g * g) + [end] + text_ids
+        bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        ids = [bos, start] + [patch] * (g * g) + [end] + text_ids
         return {
             "input_ids": torch.tensor(ids, dtype=torch.long),
             "images": torch.from_numpy(np.ascontiguousarray(patches))[None],
-            "image_input_idx": torch.arange(1, 1 + g * g, dtype=torch.long)[None],
+            "image_input_idx": torch.arange(2, 2 + g * g, dtype=torch.long)[None],
             "image_masks": torch.ones(1, g * g, dtype=torch.float32),
         }
