@@ -141,7 +141,7 @@ def test_unknown_model_name_stops_before_the_first_request_listing_the_served_na
     msg = str(ei.value)
     assert "does not serve a model named 'other-model'; it lists 'm'" in msg and "nothing was sent" in msg
     assert ei.value.pending == ["s000", "s001", "s002"]
-    assert _lines(out) == []
+    assert not out.exists()  # nothing written
 
 
 def test_refused_connection_and_silent_host_stop_in_seconds(tmp_path, small_png):
@@ -483,3 +483,59 @@ def test_plan_input_rules():
     fam = get_family("qwen2_5_vl")
     assert plan_input(fam, (W, H), ServedOptions(pixel_budget="family")).model_input_size == \
         fam.expected_model_input_size((W, H))
+
+
+# ---- pointfail evaluate --base-url -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sheets(tmp_path_factory):
+    from pointfail.cli import main
+
+    out = tmp_path_factory.mktemp("suite") / "sheets"
+    assert main(["generate", "sheets", "--n", "6", "--seed", "1", "--out", str(out)]) == 0
+    return out
+
+
+def _evaluate(url, model, data, out, *extra):
+    from pointfail.cli import main
+
+    return main(["evaluate", "--base-url", url, "--model", model, "--family", "molmo", "--benchmark", "suite",
+                 "--data", str(data), "--out", str(out), "--no-report", "--no-progress", *extra])
+
+
+def test_evaluate_base_url_exit_codes_and_rerun_of_errors(tmp_path, sheets, capsys):
+    """One command through a served model: a wrong name exits 3 before anything is sent or scored;
+    a server that refuses some samples (HTTP 400, its message kept) exits 4 with the records written;
+    the fixed server and --retry-errors redo exactly those and exit 0."""
+    out = tmp_path / "res"
+    point = '<point x="50" y="50" alt="c">c</point>'
+    with FakeOpenAI(None, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "wrong", sheets, out) == 3
+        assert fk.chats == [] and not (out / "m").exists()
+    err = capsys.readouterr().err
+    assert "does not serve a model named 'wrong'; it lists 'm'" in err
+
+    def script(n, req):
+        return Action(status=400) if n < 2 else point
+
+    with FakeOpenAI(script, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out, "--concurrency", "1") == 4
+        res = json.loads((out / "evaluation.json").read_text())
+        assert res["outcomes"]["error"] == 2 and res["records"] == 6
+        errs = [json.loads(x) for x in (out / "m" / "sheets.jsonl").read_text().splitlines()]
+        assert sum(1 for r in errs if r["outcome"] == "error" and "scripted 400" in r["error"]) == 2
+        assert "2 of 6 samples ended in an error" in capsys.readouterr().err
+        assert _evaluate(fk.url, "m", sheets, out, "--concurrency", "1") == 4  # same entry, same server: kept
+        assert len(fk.chats) == 6
+        assert _evaluate(fk.url, "m", sheets, out, "--retry-errors") == 0
+        assert len(fk.chats) == 8
+    res = json.loads((out / "evaluation.json").read_text())
+    assert res["outcomes"].get("error", 0) == 0 and res["records"] == 6 and res["served"]["retried_errors"] == 2
+    # errors again, then another server (a restart on another port): asked again without being told
+    with FakeOpenAI(lambda n, r: Action(status=400), model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out / "again") == 4
+    with FakeOpenAI(None, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out / "again") == 0
+        assert len(fk.chats) == 6
+    assert res["judge"] == "oracle"

@@ -171,7 +171,8 @@ def test_a_server_with_a_smaller_budget_is_observed_and_scored_in_the_frame_it_u
 
 def test_preflight_and_the_servers_own_message_against_transformers_serve(env):
     """A wrong model name: the pre-flight stops before the first request naming the path the server is
-    pinned to; with the pre-flight off, the server's 400 keeps its reason in the record."""
+    pinned to; with the pre-flight off, the server's 400 keeps its reason (transformers serve's body has
+    no ``error`` key, so openai's own message would be only "Error code: 400")."""
     from pointfail.served.backend import ServerCheckFailed
 
     srv = env["srv"]
@@ -179,8 +180,56 @@ def test_preflight_and_the_servers_own_message_against_transformers_serve(env):
     model = served_model(srv.base_url, "Qwen/Qwen2.5-VL-3B-Instruct", "qwen2_5_vl", options=dict(TINY_BUDGET))
     with pytest.raises(ServerCheckFailed) as ei:
         run_served(model, env["req"], out)
-    assert f"it lists {srv.model!r}" in str(ei.value) and out.read_text() == ""
-    run_served(model, env["req"], out, check=False)
-    line = _lines(out)["s0"]
-    assert line["error"] == (f"server: HTTP 400: BadRequestError: Server is pinned to '{srv.model}'; requested "
-                             "'Qwen/Qwen2.5-VL-3B-Instruct'.")
+    assert f"it lists {srv.model!r}" in str(ei.value) and not out.exists()
+    with pytest.raises(ServerCheckFailed) as ei:  # pre-flight off: the frame check's first request gets the 400
+        run_served(model, env["req"], out, check=False)
+    assert (f"BadRequestError: Server is pinned to '{srv.model}'; requested 'Qwen/Qwen2.5-VL-3B-Instruct'."
+            in str(ei.value))
+
+
+def _readme_recipe() -> list[list[str]]:
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- served-recipe -->\n```\n(.*?)```", text, re.S)
+    assert m, "README: the served recipe block is missing"
+    return [shlex.split(line) for line in m.group(1).splitlines() if line.strip()]
+
+
+def test_the_readmes_served_recipe_runs_as_written_against_transformers_serve(env, tmp_path):
+    """The README's served section line by line: its server line names transformers serve and the port
+    the next lines use; the tiny checkpoint stands in for the real one (its address and name are the
+    only words replaced). One command gives records, judged misses, tables, report, browser and the
+    summary, and the frame check reads every reply in the frame the server used (the checkpoint caps
+    at 12544 pixels, under the family's published budget the command sends)."""
+    import os
+    import subprocess
+    import sys
+
+    serve, generate, evaluate = _readme_recipe()
+    assert serve[:2] == ["transformers", "serve"] and serve[-2:] == ["--port", "8000"]
+    name = serve[2]
+    srv = env["srv"]
+    assert generate[0] == evaluate[0] == "pointfail" and evaluate[1] == "evaluate"
+    sub = {"http://127.0.0.1:8000/v1": srv.base_url, name: srv.model}
+    pyenv = dict(os.environ, HF_HUB_OFFLINE="1")
+    for argv in (generate, evaluate):
+        cmd = [sys.executable, "-m", "pointfail", *[sub.get(a, a) for a in argv[1:]]]
+        done = subprocess.run(cmd, cwd=tmp_path, env=pyenv, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    out = tmp_path / evaluate[evaluate.index("--out") + 1]
+    assert "20 samples scored" in done.stdout and "judge oracle:" in done.stdout
+    assert "# Failure composition" in done.stdout and "frame check" in done.stdout
+    result = json.loads((out / "evaluation.json").read_text())
+    assert result["records"] == 20 and result["outcomes"].get("error", 0) == 0
+    assert (out / "tables" / "failure_composition.md").is_file() and (out / "view" / "index.html").is_file()
+    assert result["report"] and (tmp_path / result["report"][0]).is_file()  # paths as given: relative to the cwd
+    records = [json.loads(x) for x in (tmp_path / result["records_path"]).read_text().splitlines()]
+    for r in records:
+        served = r["response"]["served"]
+        assert served["observed_tokens"] is not None and served["observed_size"] == r["response"]["model_input_size"]
+        w, h = served["observed_size"]
+        assert w * h <= 12544 and served["input_size_source"] == "server_observed"
+    state = json.loads(next((out / "work").rglob("responses.server.json")).read_text())
+    assert state["server"]["listed"] == [srv.model] and state["frames"]
