@@ -21,11 +21,11 @@ from pointfail.frames import smart_resize
 from pointfail.prompts import build_prompt
 from pointfail.records import ImageRef, Response, Sample, Target
 from pointfail.scoring import build_record
-from pointfail.served.backend import ServerUnavailable, run_served
+from pointfail.served.backend import ServerCheckFailed, ServerUnavailable, run_served
 from pointfail.served.inputs import PixelBudget, documented_downscale, plan_input
 from pointfail.served.options import ServedOptions, response_format
 from pointfail.study import model_spec
-from pointfail.testing.openai_fake import Action, FakeOpenAI
+from pointfail.testing.openai_fake import Action, FakeOpenAI, qwen_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05)
 
@@ -129,20 +129,71 @@ def test_refusal_and_content_filter_are_recorded_not_retried(tmp_path, small_png
     assert json.loads(rec.to_json())["response"]["served"]["refusal"] == "I can't help with that."
 
 
-def test_client_errors_are_recorded_and_unknown_model_is_not_retried(tmp_path, small_png):
+def test_unknown_model_name_stops_before_the_first_request_listing_the_served_names(tmp_path, small_png):
+    req = _requests(tmp_path / "req.jsonl", small_png, 3)
+    out = tmp_path / "resp.jsonl"
+    with FakeOpenAI(None, model="m") as fk:
+        t0 = time.monotonic()
+        with pytest.raises(ServerCheckFailed) as ei:
+            run_served(served_model(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        assert time.monotonic() - t0 < 5
+        assert len(fk.chats) == 0
+    msg = str(ei.value)
+    assert "does not serve a model named 'other-model'; it lists 'm'" in msg and "nothing was sent" in msg
+    assert ei.value.pending == ["s000", "s001", "s002"]
+    assert not out.exists()  # nothing written
+
+
+def test_refused_connection_and_silent_host_stop_in_seconds(tmp_path, small_png):
+    import socket
+
+    req = _requests(tmp_path / "req.jsonl", small_png, 2)
+    from pointfail.testing.transformers_serve import free_port
+
+    port = free_port()  # nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(ServerCheckFailed, match=r"cannot reach the server at http://127\.0\.0\.1:\d+/v1 \(ConnectError"):
+        run_served(served_model(f"http://127.0.0.1:{port}/v1", "m", "json_pixels",
+                                options=ServedOptions(retries=6, **FAST)), req, tmp_path / "a.jsonl")
+    assert time.monotonic() - t0 < 5  # one attempt, no retries
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        t0 = time.monotonic()
+        with pytest.raises(ServerCheckFailed, match=r"no answer in 2 s"):
+            run_served(served_model(url, "m", "json_pixels", options=ServedOptions(timeout_s=2.0, **FAST)), req,
+                       tmp_path / "b.jsonl")
+        assert time.monotonic() - t0 < 6
+
+
+def test_client_errors_keep_the_servers_message_and_rerun_with_retry_errors_redoes_them(tmp_path, small_png):
     req = _requests(tmp_path / "req.jsonl", small_png, 3)
     with open(req, "a") as f:
         f.write(json.dumps({"sample_id": "bad-image", "image": str(tmp_path / "missing.png"), "prompt": "x"}) + "\n")
     out = tmp_path / "resp.jsonl"
-    with FakeOpenAI(None, model="m") as fk:
-        s = run_served(served_model(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out)
+    with FakeOpenAI(None, model="m") as fk:  # the pre-flight off: the 404s reach the records
+        s = run_served(served_model(fk.url, "other-model", "json_pixels", options=ServedOptions(**FAST)), req, out,
+                       check=False)
         assert len(fk.chats) == 0  # 404 answered before the script; one request per sample
     by = {x["sample_id"]: x for x in _lines(out)}
     assert by["bad-image"]["error"].startswith("image not found")
     for i in range(3):
         e = by[f"s{i:03d}"]
-        assert e["error"].startswith("server: HTTP 404") and e["served"]["requests"] == 1
+        assert e["error"] == "server: HTTP 404: NotFoundError: model 'other-model' not found"
+        assert e["served"]["requests"] == 1
     assert s.errors == 4
+    with FakeOpenAI(None, default_reply="fixed", model="m") as fk:
+        again = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out)
+        assert again.skipped == 4 and len(fk.chats) == 0  # errors are answers to a plain rerun
+        redo = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out,
+                          retry_errors=True)
+        assert len(fk.chats) == 3
+    assert redo.retried_errors == 4 and redo.answered == 3 and redo.errors == 1
+    by = {x["sample_id"]: x for x in _lines(out)}
+    assert len(_lines(out)) == 4
+    assert [by[f"s{i:03d}"]["raw_text"] for i in range(3)] == ["fixed"] * 3
+    assert by["bad-image"]["error"].startswith("image not found")
 
 
 def test_server_down_leaves_samples_for_the_rerun(tmp_path, small_png):
@@ -295,7 +346,7 @@ def screenshot(tmp_path_factory):
     return p
 
 
-def _run_one(tmp_path, screenshot, family, script, options):
+def _run_one(tmp_path, screenshot, family, script, options, image_tokens=qwen_tokens):
     fam = get_family(family)
     sample = Sample(sample_id="shot", benchmark="b", image=ImageRef(path=str(screenshot), width=W, height=H),
                     instruction="the Save button", target=Target(kind="boxes", boxes=[BOX]))
@@ -304,7 +355,7 @@ def _run_one(tmp_path, screenshot, family, script, options):
     req.write_text(json.dumps({"sample_id": "shot", "image": str(screenshot), "prompt": prompt.sent,
                                "task": "point", "max_new_tokens": 64}) + "\n")
     out = tmp_path / "resp.jsonl"
-    with FakeOpenAI(script, model="m") as fk:
+    with FakeOpenAI(script, model="m", image_tokens=image_tokens) as fk:
         run_served(served_model(fk.url, "m", family, options=options), req, out)
         received = fk.chats[0]["image_size"]
     line = _lines(out)[0]
@@ -331,19 +382,71 @@ def test_served_frame_client_resized_maps_back_to_original_pixels(tmp_path, scre
 def test_served_frame_full_size_server_budget(tmp_path, screenshot):
     """Sent at full size to a server that resizes by its own budget: the record shows that size."""
     line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET),
-                                   ServedOptions(max_pixels=1003520, resize="server"))
+                                   ServedOptions(max_pixels=1003520, resize="server"),
+                                   image_tokens=lambda size: qwen_tokens(BUDGET.resize(size)) if size else 0)
     assert received == (3840, 2160)
     assert line["model_input_size"] == [1316, 728] and line["served"]["input_size_source"] == "server_budget"
     assert line["served"]["sent_size"] == [3840, 2160] and line["served"]["received_size"] == [1316, 728]
     assert rec.outcome == "hit"
 
 
-def test_served_frame_unknown_budget_is_said_not_guessed(tmp_path, screenshot):
-    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET), ServedOptions())
+def _server_budget_tokens(budget):
+    return lambda size: qwen_tokens(budget.resize(size)) if size else 0
+
+
+def test_served_frame_unknown_budget_is_observed_from_the_token_count(tmp_path, screenshot):
+    """No budget declared: the server's own token count for the 3840x2160 image (1222 = 47 x 26 + 2
+    wrapper) is met by one smart_resize output only, 1316x728, which is recorded as observed."""
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET), ServedOptions(),
+                                   image_tokens=_server_budget_tokens(BUDGET))
     assert received == (3840, 2160)
+    assert line["served"]["input_size_source"] == "server_observed"
+    assert line["served"]["observed_tokens"] == 47 * 26 and line["served"]["observed_size"] == [1316, 728]
+    assert line["model_input_size"] == [1316, 728] and "(no pixel budget declared)" in line["served"]["input_size_note"]
+    assert rec.outcome == "hit"
+
+
+def test_served_frame_unknown_budget_without_usage_is_said_not_guessed(tmp_path, screenshot):
+    """A server whose prompt_tokens do not move with the image says nothing about its frame; with no
+    budget declared the size stays unknown and the sample is an error, not a guess."""
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET), ServedOptions(),
+                                   image_tokens=lambda size: 0)
     assert line["model_input_size"] is None and line["served"]["input_size_source"] == "unknown"
+    assert line["served"]["observed_tokens"] is None and line["served"]["observed_size"] is None
     assert "not declared" in line["served"]["input_size_note"]
     assert rec.outcome == "error" and "model_input_size" in rec.error
+
+
+def test_served_frame_smaller_server_budget_is_recovered_and_scored_in_its_frame(tmp_path, screenshot):
+    """Declared: max_pixels 1003520 (the client sends 1316x728). The server runs with max_pixels 12544:
+    beta = sqrt(1316 * 728 / 12544) = 8.74, floor(1316 / 8.74 / 28) = 5, floor(728 / 8.74 / 28) = 2, so it
+    sees 140x56 and counts 10 image tokens; 140x56 is the one smart_resize output of 1316x728 with 10
+    tokens, so it is recovered, and the reply, in pixels of 140x56, is read in that frame and hits."""
+    small = PixelBudget(28, 3136, 12544)
+    seen = small.resize(BUDGET.resize((W, H)))
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(small),
+                                   ServedOptions(max_pixels=1003520), image_tokens=_server_budget_tokens(small))
+    assert received == (1316, 728) and seen == (140, 56)
+    assert line["served"]["received_size"] == [140, 56] and line["model_input_size"] == [140, 56]
+    assert line["served"]["observed_tokens"] == 5 * 2 and line["served"]["input_size_source"] == "server_observed"
+    assert "not the 1222 of the 1316x728 the declared pixel budget gives" in line["served"]["input_size_note"]
+    assert rec.outcome == "hit"
+
+
+def test_served_frame_that_the_tokens_do_not_determine_stops_naming_the_servers_option(tmp_path, screenshot):
+    fam = get_family("qwen2_5_vl")
+    req = tmp_path / "req.jsonl"
+    req.write_text("".join(json.dumps({"sample_id": f"s{i}", "image": str(screenshot), "prompt": "p", "task": "point"})
+                           + "\n" for i in range(3)))
+    with FakeOpenAI(None, model="m", image_tokens=lambda size: 9 if size else 0) as fk:  # 7 tokens: no 16:9 output
+        with pytest.raises(ServerCheckFailed) as ei:
+            run_served(served_model(fk.url, "m", fam.name, options=ServedOptions(pixel_budget="family")), req,
+                       tmp_path / "out.jsonl")
+        assert fk.chats == [] and len(fk.calibrations) == 2
+    msg = str(ei.value)
+    assert "the server counted 7 image tokens for the 3836x2156 image sent" in msg
+    assert "--mm-processor-kwargs" in msg and "preprocessor_config.json" in msg
+    assert "3 of 3 samples have no response yet" in msg and sorted(ei.value.pending) == ["s0", "s1", "s2"]
 
 
 def test_served_frame_provider_documented_downscale(tmp_path, screenshot):
@@ -380,3 +483,59 @@ def test_plan_input_rules():
     fam = get_family("qwen2_5_vl")
     assert plan_input(fam, (W, H), ServedOptions(pixel_budget="family")).model_input_size == \
         fam.expected_model_input_size((W, H))
+
+
+# ---- pointfail evaluate --base-url -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sheets(tmp_path_factory):
+    from pointfail.cli import main
+
+    out = tmp_path_factory.mktemp("suite") / "sheets"
+    assert main(["generate", "sheets", "--n", "6", "--seed", "1", "--out", str(out)]) == 0
+    return out
+
+
+def _evaluate(url, model, data, out, *extra):
+    from pointfail.cli import main
+
+    return main(["evaluate", "--base-url", url, "--model", model, "--family", "molmo", "--benchmark", "suite",
+                 "--data", str(data), "--out", str(out), "--no-report", "--no-progress", *extra])
+
+
+def test_evaluate_base_url_exit_codes_and_rerun_of_errors(tmp_path, sheets, capsys):
+    """One command through a served model: a wrong name exits 3 before anything is sent or scored;
+    a server that refuses some samples (HTTP 400, its message kept) exits 4 with the records written;
+    the fixed server and --retry-errors redo exactly those and exit 0."""
+    out = tmp_path / "res"
+    point = '<point x="50" y="50" alt="c">c</point>'
+    with FakeOpenAI(None, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "wrong", sheets, out) == 3
+        assert fk.chats == [] and not (out / "m").exists()
+    err = capsys.readouterr().err
+    assert "does not serve a model named 'wrong'; it lists 'm'" in err
+
+    def script(n, req):
+        return Action(status=400) if n < 2 else point
+
+    with FakeOpenAI(script, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out, "--concurrency", "1") == 4
+        res = json.loads((out / "evaluation.json").read_text())
+        assert res["outcomes"]["error"] == 2 and res["records"] == 6
+        errs = [json.loads(x) for x in (out / "m" / "sheets.jsonl").read_text().splitlines()]
+        assert sum(1 for r in errs if r["outcome"] == "error" and "scripted 400" in r["error"]) == 2
+        assert "2 of 6 samples ended in an error" in capsys.readouterr().err
+        assert _evaluate(fk.url, "m", sheets, out, "--concurrency", "1") == 4  # same entry, same server: kept
+        assert len(fk.chats) == 6
+        assert _evaluate(fk.url, "m", sheets, out, "--retry-errors") == 0
+        assert len(fk.chats) == 8
+    res = json.loads((out / "evaluation.json").read_text())
+    assert res["outcomes"].get("error", 0) == 0 and res["records"] == 6 and res["served"]["retried_errors"] == 2
+    # errors again, then another server (a restart on another port): asked again without being told
+    with FakeOpenAI(lambda n, r: Action(status=400), model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out / "again") == 4
+    with FakeOpenAI(None, default_reply=point, model="m") as fk:
+        assert _evaluate(fk.url, "m", sheets, out / "again") == 0
+        assert len(fk.chats) == 6
+    assert res["judge"] == "oracle"

@@ -132,3 +132,104 @@ def test_client_resized_images_reach_the_model_at_the_recorded_size(env, worker_
         assert served[sid]["prompt_tokens"] == worker_lines[sid]["prompt_tokens"]
         if [w, h] == worker_lines[sid]["model_input_size"]:  # 112x84, 140x56: already at the processor size
             assert _comparable(remote[sid]) == _comparable(local[sid])
+
+
+def test_a_server_with_a_smaller_budget_is_observed_and_scored_in_the_frame_it_used(env, worker_lines):
+    """The study declares Qwen2.5-VL's published budget (max_pixels 12845056); the tiny checkpoint's
+    processor caps at 12544. The client sends e.g. 1036x756 for 1024x768, and the server resizes it
+    again, to 112x84 (12 image tokens, not 999). The frame check sees it from the server's own
+    usage.prompt_tokens and records the server's size, which is the checkpoint's smart_resize of the
+    image sent, never the assumed one; where that equals the checkpoint's resize of the original, it
+    is exactly what the in-process backend records."""
+    from pointfail.served.inputs import PixelBudget
+
+    srv = env["srv"]
+    out = env["root"] / "served_family_budget.jsonl"
+    s = run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options={"pixel_budget": "family"}),
+                   env["req"], out)
+    assert s.answered == len(SIZES) and s.errors == 0
+    fam = get_family("qwen2_5_vl").resize
+    declared, tiny = PixelBudget(28, fam["min_pixels"], fam["max_pixels"]), PixelBudget(**TINY_BUDGET)
+    served = _lines(out)
+    assert s.frames["1036x756"]["observed_tokens"] == 12 and s.frames["1036x756"]["declared"] == [1036, 756]
+    same = 0
+    for i, size in enumerate(SIZES):
+        line = served[f"s{i}"]
+        sent = declared.resize(size)
+        seen = tiny.resize(sent)
+        assert line["served"]["sent_size"] == list(sent)
+        assert line["model_input_size"] == list(seen) and line["served"]["observed_size"] == list(seen)
+        assert line["served"]["observed_tokens"] == (seen[0] // 28) * (seen[1] // 28)
+        assert line["served"]["input_size_source"] == ("client_resized" if seen == sent else "server_observed")
+        if list(seen) == worker_lines[f"s{i}"]["model_input_size"]:
+            same += 1
+            assert line["prompt_tokens"] == worker_lines[f"s{i}"]["prompt_tokens"]
+    assert same >= 5  # 1024x768, 640x480, 37x300, 112x84, 140x56, 333x777
+    assert served["s0"]["served"]["input_size_note"].startswith(
+        "the server counted 12 image tokens for the 1036x756 image sent, not the 999 of the 1036x756")
+
+
+def test_preflight_and_the_servers_own_message_against_transformers_serve(env):
+    """A wrong model name: the pre-flight stops before the first request naming the path the server is
+    pinned to; with the pre-flight off, the server's 400 keeps its reason (transformers serve's body has
+    no ``error`` key, so openai's own message would be only "Error code: 400")."""
+    from pointfail.served.backend import ServerCheckFailed
+
+    srv = env["srv"]
+    out = env["root"] / "wrong_name.jsonl"
+    model = served_model(srv.base_url, "Qwen/Qwen2.5-VL-3B-Instruct", "qwen2_5_vl", options=dict(TINY_BUDGET))
+    with pytest.raises(ServerCheckFailed) as ei:
+        run_served(model, env["req"], out)
+    assert f"it lists {srv.model!r}" in str(ei.value) and not out.exists()
+    with pytest.raises(ServerCheckFailed) as ei:  # pre-flight off: the frame check's first request gets the 400
+        run_served(model, env["req"], out, check=False)
+    assert (f"BadRequestError: Server is pinned to '{srv.model}'; requested 'Qwen/Qwen2.5-VL-3B-Instruct'."
+            in str(ei.value))
+
+
+def _readme_recipe() -> list[list[str]]:
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- served-recipe -->\n```\n(.*?)```", text, re.S)
+    assert m, "README: the served recipe block is missing"
+    return [shlex.split(line) for line in m.group(1).splitlines() if line.strip()]
+
+
+def test_the_readmes_served_recipe_runs_as_written_against_transformers_serve(env, tmp_path):
+    """The README's served section line by line: its server line names transformers serve and the port
+    the next lines use; the tiny checkpoint stands in for the real one (its address and name are the
+    only words replaced). One command gives records, judged misses, tables, report, browser and the
+    summary, and the frame check reads every reply in the frame the server used (the checkpoint caps
+    at 12544 pixels, under the family's published budget the command sends)."""
+    import os
+    import subprocess
+    import sys
+
+    serve, generate, evaluate = _readme_recipe()
+    assert serve[:2] == ["transformers", "serve"] and serve[-2:] == ["--port", "8000"]
+    name = serve[2]
+    srv = env["srv"]
+    assert generate[0] == evaluate[0] == "pointfail" and evaluate[1] == "evaluate"
+    sub = {"http://127.0.0.1:8000/v1": srv.base_url, name: srv.model}
+    pyenv = dict(os.environ, HF_HUB_OFFLINE="1")
+    for argv in (generate, evaluate):
+        cmd = [sys.executable, "-m", "pointfail", *[sub.get(a, a) for a in argv[1:]]]
+        done = subprocess.run(cmd, cwd=tmp_path, env=pyenv, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    out = tmp_path / evaluate[evaluate.index("--out") + 1]
+    assert "20 samples scored" in done.stdout and "judge oracle:" in done.stdout
+    assert "# Failure composition" in done.stdout and "frame check" in done.stdout
+    result = json.loads((out / "evaluation.json").read_text())
+    assert result["records"] == 20 and result["outcomes"].get("error", 0) == 0
+    assert (out / "tables" / "failure_composition.md").is_file() and (out / "view" / "index.html").is_file()
+    assert result["report"] and (tmp_path / result["report"][0]).is_file()  # paths as given: relative to the cwd
+    records = [json.loads(x) for x in (tmp_path / result["records_path"]).read_text().splitlines()]
+    for r in records:
+        served = r["response"]["served"]
+        assert served["observed_tokens"] is not None and served["observed_size"] == r["response"]["model_input_size"]
+        w, h = served["observed_size"]
+        assert w * h <= 12544 and served["input_size_source"] == "server_observed"
+    state = json.loads(next((out / "work").rglob("responses.server.json")).read_text())
+    assert state["server"]["listed"] == [srv.model] and state["frames"]

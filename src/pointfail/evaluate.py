@@ -53,6 +53,9 @@ __all__ = [
     "EvaluateError",
     "EvaluationResult",
     "JUDGES",
+    "ServedIncomplete",
+    "evaluate_served",
+    "worker_requests",
     "RESULT_FILE",
     "evaluate_replies",
     "model_name_from",
@@ -119,6 +122,9 @@ class EvaluationResult:
         report: report files written (empty when not asked for); ``view``: the failure browser's
             ``index.html`` or ``None``.
         notes: the notes every table of this folder carries about the evaluation's scope.
+        served: for :func:`evaluate_served`, the served run's summary
+            (:class:`pointfail.served.backend.ServedSummary`: the pre-flight's server entry, frames
+            observed per size sent, requests, errors), else ``None``.
     """
 
     out_dir: Path
@@ -143,6 +149,12 @@ class EvaluationResult:
     report: list[Path] = field(default_factory=list)
     view: Optional[Path] = None
     notes: list[str] = field(default_factory=list)
+    served: Optional[dict[str, Any]] = None
+
+    @property
+    def errors(self) -> int:
+        """Samples that ended in an infrastructure error (``error`` outcome)."""
+        return int(self.outcomes.get("error", 0))
 
     @property
     def pending(self) -> int:
@@ -163,6 +175,7 @@ class EvaluationResult:
             "judge_note": self.judge_note, "records_path": str(self.records_path),
             "tables_dir": str(self.tables_dir), "report": [str(p) for p in self.report],
             "view": str(self.view) if self.view else None, "notes": list(self.notes),
+            **({"served": self.served} if self.served is not None else {}),
         }
 
 
@@ -328,9 +341,7 @@ def evaluate_replies(
 def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predicted, judge, judge_client,
          tolerance_px, resized_note, report, view, progress, say, out: Path, data: Path) -> EvaluationResult:
     import pointfail
-    from pointfail.aggregate import aggregate
     from pointfail.families import get_family
-    from pointfail.judge.stage import atomic_write_records, judge_study
     from pointfail.prompts import build_prompt
     from pointfail.records import Provenance, Response, read_records
     from pointfail.scoring import build_record
@@ -393,6 +404,35 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
     finally:
         if bar is not None:
             bar.close()
+    outcomes, judge_name, judge_report, judge_note, tables, composition, written, index = _finish(
+        out=out, records=records, records_path=records_path, kept=kept, chosen=chosen, judge=judge,
+        judge_client=judge_client, tolerance_px=tolerance_px, data=data, report=report, view=view,
+        progress=progress, say=say)
+    counts = rf.counts()
+    counts["unknown_id"] = sum(1 for p in problems if p.kind == "unknown_id")
+    counts["no_reply_for_sample"] = len(missing)
+    result = EvaluationResult(
+        out_dir=out, model=name, benchmark=bench_name, family=fam.name if fam else None, frame=frame,
+        replies_file=rf.path, scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
+        replies=dict(sorted(counts.items())), problems=problems, outcomes=outcomes, judge=judge_name,
+        judge_report=judge_report, judge_note=judge_note, records_path=records_path, tables_dir=tables,
+        failure_composition=composition, report=written, view=index, notes=notes,
+    )
+    tmp = out / f".{RESULT_FILE}.tmp"
+    tmp.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out / RESULT_FILE)
+    return result
+
+
+def _finish(*, out: Path, records: list, records_path: Path, kept: int, chosen: list, judge: str, judge_client: Any,
+            tolerance_px: Optional[float], data: Path, report: bool, view: bool, progress: bool,
+            say: Callable[[str], None]) -> tuple:
+    """The stages after scoring, shared by the replies and the served paths: write the records, judge,
+    aggregate, draw the report, build the failure browser. Returns ``(outcomes, judge name, judge
+    report, judge note, tables dir, failure composition, report files, browser index)``."""
+    from pointfail.aggregate import aggregate
+    from pointfail.judge.stage import atomic_write_records, judge_study
+
     records_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_records(records_path, records)
     outcomes = dict(sorted(Counter(r.outcome for r in records).items()))
@@ -416,20 +456,7 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
 
         index = build_site(out, image_roots=[data]).out_dir / "index.html"
         say(f"[evaluate] failure browser: {index}")
-    counts = rf.counts()
-    counts["unknown_id"] = sum(1 for p in problems if p.kind == "unknown_id")
-    counts["no_reply_for_sample"] = len(missing)
-    result = EvaluationResult(
-        out_dir=out, model=name, benchmark=bench_name, family=fam.name if fam else None, frame=frame,
-        replies_file=rf.path, scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
-        replies=dict(sorted(counts.items())), problems=problems, outcomes=outcomes, judge=judge_name,
-        judge_report=judge_report, judge_note=judge_note, records_path=records_path, tables_dir=tables,
-        failure_composition=composition, report=written, view=index, notes=notes,
-    )
-    tmp = out / f".{RESULT_FILE}.tmp"
-    tmp.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out / RESULT_FILE)
-    return result
+    return outcomes, judge_name, judge_report, judge_note, tables, composition, written, index
 
 
 def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
@@ -482,3 +509,212 @@ def _write_study_toml(out: Path, notes: list[str], primary_judge: str, model: st
     tmp.write_text("\n".join(lines), encoding="utf-8")
     os.replace(tmp, path)
     return every
+
+
+SERVED_WORK = "work"
+"""The served path's job folder inside the output folder: ``<out>/work/<model>/<benchmark>/``
+(``requests.jsonl``, ``responses.jsonl``, ``responses.server.json``), the runner's layout."""
+
+
+class ServedIncomplete(RuntimeError):
+    """The served path stopped before every sample had a response (the server failed its check or
+    became unavailable): nothing was scored; ``pending`` samples are left for a rerun, every response
+    written so far is kept."""
+
+    def __init__(self, message: str, pending: list[str]):
+        super().__init__(message)
+        self.pending = pending
+
+
+def worker_requests(family: Any, samples: list, max_new_tokens: int, *, resolve: bool = False) -> tuple[dict, list[dict]]:
+    """``(prompts, requests)`` for ``samples`` of one model: each sample's prompt in the family's phrasing
+    (``pointfail.prompts.build_prompt``), keyed by sample id, and the worker requests (``sample_id``,
+    ``image`` as the sample's path, absolute when ``resolve`` (a served model reads it from this
+    process), ``prompt`` as sent, ``task``, ``max_new_tokens``, and for the weight-free baselines the core
+    ``instruction`` and ``absent_possible``: :class:`pointfail.jobs.JobRequest`) in sample order. The
+    runner's study path and :func:`evaluate_served` both build their requests here."""
+    from pointfail.prompts import absent_possible, build_prompt
+
+    prompts, requests = {}, []
+    for s in samples:
+        pr = build_prompt(family, s)
+        prompts[s.sample_id] = pr
+        image = str(Path(s.image.path).resolve()) if resolve else s.image.path
+        requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent, "task": s.task,
+                         "max_new_tokens": max_new_tokens, "instruction": pr.core,
+                         "absent_possible": absent_possible(s)})
+    return prompts, requests
+
+
+def evaluate_served(
+    *,
+    benchmark: str,
+    data_dir: str | Path,
+    base_url: str,
+    served_model: str,
+    family: str,
+    out_dir: str | Path,
+    model: Optional[str] = None,
+    limit: Optional[int] = None,
+    concurrency: Optional[int] = None,
+    api_key_env: Optional[str] = None,
+    pixel_budget: Optional[int | str] = None,
+    options: Optional[dict[str, Any]] = None,
+    max_new_tokens: int = 128,
+    retry_errors: bool = False,
+    judge: str = "auto",
+    judge_client: Any = None,
+    tolerance_px: Optional[float] = None,
+    report: bool = True,
+    view: bool = True,
+    progress: bool = False,
+    log: Optional[Callable[[str], None]] = None,
+) -> EvaluationResult:
+    """Evaluate a model served behind an OpenAI-compatible endpoint, in one call: the benchmark's
+    samples are asked through :func:`pointfail.served.backend.run_served` (pre-flight ``GET /v1/models``,
+    the frame check, bounded concurrency, resumable), then scored, judged, aggregated, drawn and
+    browsable exactly as :func:`evaluate_replies` does (the same stages, :func:`_finish`).
+
+    Args:
+        benchmark, data_dir, out_dir, judge, judge_client, tolerance_px, report, view, progress, log:
+            as for :func:`evaluate_replies`.
+        base_url: the server's API root (``http://127.0.0.1:8000/v1``); served_model: the model name
+            the server lists in ``/v1/models``; family: the pointfail family (any spelling).
+        model: the model's name in the records path (default: from ``served_model``).
+        limit: the first ``limit`` samples of the benchmark only (said so in the tables).
+        concurrency: requests in flight (default :class:`~pointfail.served.options.ServedOptions`'s).
+        api_key_env: the environment variable holding the API key.
+        pixel_budget: for families answering in pixels of the resized input: ``None`` or
+            ``"family"`` (the family's published ``smart_resize`` budget, the default), an ``int``
+            (``max_pixels``), or ``"none"`` (undeclared: the frame check observes it from the server).
+        options: further :class:`~pointfail.served.options.ServedOptions` fields.
+        max_new_tokens: the response cap per request.
+        retry_errors: ask the samples whose earlier response was an error again (also done by itself
+            when the model entry or the server changed).
+
+    Returns:
+        :class:`EvaluationResult` with ``served`` set (the run's summary: pre-flight entry, frames
+        observed, requests, errors).
+
+    Raises:
+        EvaluateError: an unknown family, bad options or model name; nothing is written.
+        ServedIncomplete: the server failed its check or became unavailable (message says what to change).
+        pointfail.benchmarks.BenchmarkError: the benchmark cannot be loaded.
+    """
+    import pointfail
+    from pointfail.benchmarks import load as load_benchmark
+    from pointfail.families import get_family
+    from pointfail.jobs import read_responses
+    from pointfail.records import Provenance, Response, read_records
+    from pointfail.scoring import build_record
+    from pointfail.served.backend import ServerUnavailable, run_served
+    from pointfail.study import ServerModel, StudyError, model_spec
+
+    say = log or (lambda _m: None)
+    if judge not in JUDGES:
+        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+    if judge in ("ollama", "openai") and judge_client is None:
+        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
+    if limit is not None and limit < 1:
+        raise EvaluateError(f"--limit must be >= 1, got {limit}")
+    if report:
+        from pointfail.extras import require
+
+        require("report", "the report (or pass --no-report)")
+    from pointfail.extras import require
+
+    require("served", "a served model (--base-url)")
+    try:
+        fam = get_family(family)
+    except KeyError as e:
+        raise EvaluateError(f"--family: {e.args[0]}") from None
+    name = model_name_from(model if model is not None else served_model)
+    if model is not None and name != model:
+        raise EvaluateError(f"--model-name {model!r}: use lower-case letters, digits, '.', '_' and '-' (e.g. {name!r})")
+    opts: dict[str, Any] = dict(options or {})
+    if concurrency is not None:
+        opts["concurrency"] = concurrency
+    if fam.frame.kind == "pixels_resized" and "max_pixels" not in opts:
+        if pixel_budget in (None, "family"):
+            opts["pixel_budget"] = "family"
+        elif isinstance(pixel_budget, int):
+            opts["max_pixels"] = pixel_budget
+        elif pixel_budget != "none":
+            raise EvaluateError(f"--pixel-budget must be 'family', 'none' or max_pixels as an integer, got {pixel_budget!r}")
+    try:
+        spec = model_spec({"kind": "server", "name": name, "family": fam.name, "base_url": base_url,
+                           "model": served_model, "api_key_env": api_key_env, "max_new_tokens": max_new_tokens,
+                           "options": opts}, "the served model")
+    except StudyError as e:
+        raise EvaluateError(str(e)) from None
+    assert isinstance(spec, ServerModel)
+
+    data = Path(data_dir).resolve()
+    samples = load_benchmark(benchmark, data)
+    if not samples:
+        raise EvaluateError(f"{benchmark} at {data_dir}: no samples")
+    bench_name = samples[0].benchmark
+    chosen = samples[:limit] if limit else list(samples)
+    out = Path(out_dir)
+    job = out / SERVED_WORK / name / bench_name
+    job.mkdir(parents=True, exist_ok=True)
+    prompts, requests = worker_requests(fam, chosen, spec.max_new_tokens, resolve=True)
+    req_path, resp_path = job / "requests.jsonl", job / "responses.jsonl"
+    from pointfail.safeio import atomic_write_bytes
+
+    atomic_write_bytes(req_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests).encode("utf-8"))
+    say(f"[evaluate] {bench_name}: {len(chosen)} samples through {served_model} at {base_url} "
+        f"(family {fam.name}; concurrency {spec.options.concurrency})")
+    try:
+        summary = run_served(spec, req_path, resp_path, progress=progress, retry_errors=retry_errors,
+                             default_max_new_tokens=spec.max_new_tokens)
+    except ServerUnavailable as e:
+        raise ServedIncomplete(str(e), e.pending) from None
+    except ValueError as e:
+        raise EvaluateError(str(e)) from None
+    if summary.server.get("context_length"):
+        say(f"[evaluate] server: {served_model}, context length {summary.server['context_length']} tokens")
+    for size, fr in sorted(summary.frames.items()):
+        if fr.get("note"):
+            say(f"[evaluate] frame check, {size} sent: {fr['note']}")
+
+    responses = read_responses(resp_path, [s.sample_id for s in chosen])
+    records_path = out / name / f"{bench_name}.jsonl"
+    old = {r.sample_id: r for r in read_records(records_path)} if records_path.is_file() else {}
+    prov = Provenance(pointfail_version=pointfail.__version__)
+    records, kept = [], 0
+    for s in chosen:
+        r = responses.response_for(s.sample_id)
+        resp = r.as_record_response() if r is not None else Response(error="no response for this sample")
+        rec = build_record(study=model_name_from(out.name), model=name, family=fam, sample=s, prompt=prompts[s.sample_id],
+                           response=resp, provenance=prov, base_dir=data)
+        prev = old.get(s.sample_id)
+        if prev is not None and prev.model_copy(update={"judge": None, "other_judgments": []}) == rec:
+            rec, kept = prev, kept + 1
+        records.append(rec)
+    scope = "limit" if limit and limit < len(samples) else "all"
+    head = f"Scope of {name} on {bench_name}:"
+    notes = [f"{head} served by {served_model} at an OpenAI-compatible endpoint; "
+             + (f"the first {len(chosen)} of the benchmark's {len(samples)} samples (--limit)." if scope == "limit"
+                else f"all {len(samples)} samples of the benchmark.")]
+    budget = spec.options.max_pixels or ("the family's published" if spec.options.pixel_budget == "family" else None)
+    if fam.frame.kind == "pixels_resized":
+        notes.append(f"{head} pixel budget declared: {budget or 'none'} (max_pixels); the frame each reply is read in "
+                     "is the server's, checked against its usage.prompt_tokens.")
+    notes = _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge, name, bench_name)
+    outcomes, judge_name, judge_report, judge_note, tables, composition, written, index = _finish(
+        out=out, records=records, records_path=records_path, kept=kept, chosen=chosen, judge=judge,
+        judge_client=judge_client, tolerance_px=tolerance_px, data=data, report=report, view=view,
+        progress=progress, say=say)
+    problems = [ReplyProblem("-", "error", rec.error or "error", rec.sample_id) for rec in records
+                if rec.outcome == "error"]
+    result = EvaluationResult(
+        out_dir=out, model=name, benchmark=bench_name, family=fam.name, frame=None, replies_file=resp_path,
+        scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
+        replies={"entries": len(chosen), "replies": len(chosen), "errors": len(problems)}, problems=problems,
+        outcomes=outcomes, judge=judge_name, judge_report=judge_report, judge_note=judge_note,
+        records_path=records_path, tables_dir=tables, failure_composition=composition, report=written, view=index,
+        notes=notes, served={k: v for k, v in vars(summary).items() if k != "error_reasons"},
+    )
+    atomic_write_bytes(out / RESULT_FILE, (json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    return result

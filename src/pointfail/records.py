@@ -150,11 +150,14 @@ class Prompt(_Model):
     stripped: list[str] = Field(default_factory=list)
 
 
-InputSizeSource = Literal["client_resized", "server_budget", "provider_documented", "original", "unknown"]
+InputSizeSource = Literal["client_resized", "server_budget", "server_observed", "provider_documented", "original",
+                          "unknown"]
 """How a served sample's model-input size is known (:mod:`pointfail.served.inputs`): ``client_resized``
 (the client sent the image at the processor's ``smart_resize`` size for the declared pixel budget, so
 the server's resize is the identity), ``server_budget`` (sent at full size; the size is the server's
-``smart_resize`` under its declared budget), ``provider_documented`` (the provider's documented
+``smart_resize`` under its declared budget), ``server_observed`` (the server's own image-token count
+for the size sent differed from the declared budget's, or no budget was declared, and determined the
+size the server used uniquely: :func:`pointfail.served.inputs.sizes_for_tokens`), ``provider_documented`` (the provider's documented
 downscaling), ``original`` (the model receives the image as sent, at its original size), ``unknown``
 (no budget declared for a resized-input frame: not guessed)."""
 
@@ -175,6 +178,11 @@ class ServedInfo(_Model):
         response_format: ``"json_schema:<name>"`` when structured output was requested, else ``None``.
         preset: the protocol preset used (``"pointerbench-frontier"``), else ``None``.
         system_prompt: whether a system message was sent (its text is the preset's or the family's).
+        observed_tokens: image tokens the server counted for an image of ``sent_size`` (its
+            ``usage.prompt_tokens`` with the image minus without it, less the family's wrapper
+            tokens: :func:`pointfail.served.inputs.image_token_rule`), when the family has a rule and
+            the server reports usage; ``None`` otherwise. observed_size: ``[W, H]`` the token count
+            implies (the model-input size the server used), when unique.
     """
 
     api: Literal["openai-chat"] = "openai-chat"
@@ -190,6 +198,8 @@ class ServedInfo(_Model):
     response_format: Optional[str] = None
     preset: Optional[str] = None
     system_prompt: bool = False
+    observed_tokens: Optional[int] = None
+    observed_size: Optional[list[int]] = None
 
 
 class Response(_Model):

@@ -27,7 +27,8 @@ Exit codes: 0 success, 1 a failed step (the message says which and why), 2 bad a
 and ``data`` also 3 (a generated suite's content differs from its committed manifest, every table
 matched) and 4 (a table differs from the committed one); ``status`` and ``merge`` 3 when a cell is not
 done (``merge`` then writes only the complete benchmarks); ``submit --executor local`` 1 when a shard
-failed.
+failed; ``run`` 5 when samples ended in an infrastructure error (records written; rerun with
+``--retry-errors`` once the cause is fixed).
 """
 
 from __future__ import annotations
@@ -122,7 +123,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     r.add_argument("--wall-clock", type=float, default=6 * 3600, help="seconds per job before the kill")
     r.add_argument("--mem-limit", default="8g")
     r.add_argument("--batch-size", type=int, default=None)
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--retry-errors", action="store_true",
+                   help="ask a served model again for the samples whose response was an error (done by itself "
+                   "when the model entry or the server changed)")
     r.add_argument("--base-lock", type=Path, default=None,
                    help="base image lock naming the base to build on (default images/base/base.lock.json)")
     r.add_argument("--fix-permissions", action="store_true",
@@ -264,10 +268,19 @@ def main(argv: Optional[list[str]] = None) -> int:
                                records_root=args.records, variant=args.variant, limit=args.limit,
                                wall_clock_s=args.wall_clock, mem_limit=args.mem_limit,
                                batch_size=args.batch_size, progress=not args.no_progress,
-                               base_lock=args.base_lock, fix_permissions=args.fix_permissions)
+                               base_lock=args.base_lock, fix_permissions=args.fix_permissions,
+                               retry_errors=args.retry_errors)
             for model, per in counts.items():
                 for bench, n in per.items():
-                    print(f"{model}\t{bench}\t{n} records")
+                    err = counts.errors.get(model, {}).get(bench, 0)
+                    print(f"{model}\t{bench}\t{n} records" + (f"\t{err} errors" if err else ""))
+            rec = args.records or args.study.parent
+            print(f"next: pointfail judge {rec} && pointfail aggregate {rec} && pointfail view {rec} "
+                  "(label the misses, write the tables, build the failure browser)")
+            if counts.n_errors:
+                print(f"pointfail-runner run: {counts.n_errors} samples ended in an infrastructure error (listed "
+                      "above); fix the cause and run again with --retry-errors", file=sys.stderr)
+                return 5
     except (EngineError, BaseImageError, LockError, ImageBuildError, ContainerFailed, StudyError, PrereqError,
             ReproduceError, AptPinError, BundleError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)

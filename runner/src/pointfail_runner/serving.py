@@ -108,7 +108,7 @@ def _outside(requests: list[dict], data_root: Optional[Path]) -> tuple[list[dict
 
 
 def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root: Optional[Path] = None,
-                   base_url: Optional[str] = None, progress: bool = True,
+                   base_url: Optional[str] = None, progress: bool = True, retry_errors: bool = False,
                    log: Callable[[str], None] = print) -> ServedJobResult:
     """Answer one job of a served model (layout and rules in the module docstring).
 
@@ -120,6 +120,8 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
         data_root: every image must resolve inside it (else an error response for that sample).
         base_url: the server's address when the runner started it (``serve``); default the model's
             ``base_url``.
+        retry_errors: ask the samples whose response is an error again (also done by itself when the
+            model entry or the server changed: :func:`pointfail.served.backend.run_served`).
 
     Returns:
         :class:`ServedJobResult`.
@@ -148,13 +150,14 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
                 for sid, why in sorted(fresh.items()):
                     w.write(error_response(sid, why))
         write_requests(paths.requests, [JobRequest.model_validate(r) for r in kept])
-        summary = None
-        if any(r["sample_id"] not in before for r in kept):
-            log(f"[run] {model.name}: {len(kept)} samples through {model.model} at {model.base_url}")
-            summary = run_served(model, paths.requests, paths.responses, progress=progress)
-            log(f"[run] {model.name}: {summary.answered} answered ({summary.refused} refused or filtered), "
-                f"{summary.errors} errors, {summary.skipped} already answered, {summary.requests} requests, "
-                f"{summary.transport_failures} transport failures")
+        # the backend decides what to ask: samples without a response, and error responses again when
+        # retry_errors or the model entry / the server changed (pointfail.served.backend.run_served)
+        summary = run_served(model, paths.requests, paths.responses, progress=progress, retry_errors=retry_errors)
+        if summary.requests:
+            log(f"[run] {model.name}: {len(kept)} samples through {model.model} at {model.base_url}: "
+                f"{summary.answered} answered ({summary.refused} refused or filtered), "
+                f"{summary.errors} errors, {summary.skipped} already answered, {summary.retried_errors} earlier "
+                f"errors asked again, {summary.requests} requests, {summary.transport_failures} transport failures")
         else:
             log(f"[run] {model.name}: all {len(wanted)} samples already answered in {paths.responses}")
         answered = len(read_responses(paths.responses, wanted).answered)

@@ -205,23 +205,11 @@ def _serve_missing(m: ServerModel, roots: Roots, repo: Path, study_file) -> list
 
 
 def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict, list[dict]]:
-    """``(prompts, requests)`` for ``samples`` of one model: each sample's prompt in the family's
-    phrasing (``pointfail.prompts.build_prompt``), keyed by sample id, and the worker requests
-    (``sample_id``, ``image`` as the sample's path on this machine, resolved to an absolute path when
-    ``resolve`` (served models read it from this process), ``prompt`` as sent, ``task``,
-    ``max_new_tokens``, and for the weight-free baselines the core instruction ``instruction`` and
-    ``absent_possible``: :class:`pointfail.jobs.JobRequest`) in sample order."""
-    from pointfail.prompts import absent_possible, build_prompt
+    """``(prompts, requests)`` for ``samples`` of one model: :func:`pointfail.evaluate.worker_requests`
+    with the model's ``max_new_tokens`` (the same requests ``pointfail evaluate --base-url`` sends)."""
+    from pointfail.evaluate import worker_requests
 
-    prompts, requests = {}, []
-    for s in samples:
-        pr = build_prompt(family, s)
-        prompts[s.sample_id] = pr
-        image = str(Path(s.image.path).resolve()) if resolve else s.image.path
-        requests.append({"sample_id": s.sample_id, "image": image, "prompt": pr.sent,
-                         "task": s.task, "max_new_tokens": model.max_new_tokens, "instruction": pr.core,
-                         "absent_possible": absent_possible(s)})
-    return prompts, requests
+    return worker_requests(family, samples, model.max_new_tokens, resolve=resolve)
 
 
 def records_for(study_name: str, model, samples, prompts: dict, responses, provenance, data_dir: Path,
@@ -245,6 +233,22 @@ def records_for(study_name: str, model, samples, prompts: dict, responses, prove
     return records
 
 
+class RunCounts(dict):
+    """``{model: {benchmark: records written}}`` of :func:`run_study`, with ``errors``:
+    ``{model: {benchmark: records whose outcome is error}}`` (only pairs that have some)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from collections import defaultdict
+
+        self.errors: dict[str, dict[str, int]] = defaultdict(dict)
+
+    @property
+    def n_errors(self) -> int:
+        """Records that ended in an infrastructure error, over every pair."""
+        return sum(n for per in self.errors.values() for n in per.values())
+
+
 def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = None,
               benchmarks: Optional[list[str]] = None, data_root: Optional[Path] = None,
               weights_root: Optional[Path] = None, work_root: Optional[Path] = None,
@@ -253,8 +257,13 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
               batch_size: Optional[int] = None, progress: bool = True, client=None,
               base_lock: Optional[Path] = None, fix_permissions: bool = False,
               build_options: Optional[dict] = None,
-              log: Callable[[str], None] = print, lock_file: Optional[Path] = None) -> dict[str, dict[str, int]]:
-    """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``.
+              log: Callable[[str], None] = print, lock_file: Optional[Path] = None,
+              retry_errors: bool = False) -> "RunCounts":
+    """Run ``study_file`` (see the module docstring) and return ``{model: {benchmark: n_records}}``
+    (a :class:`RunCounts`, whose ``errors`` counts the records that ended in an infrastructure error).
+
+    ``retry_errors``: a served model's samples whose response is an error are asked again (done by
+    itself when the model entry or the server changed: :func:`pointfail.served.backend.run_served`).
 
     Roots (:class:`pointfail.study.Roots`): data ``data_root`` (default ``repo/data/<study>``), weights
     ``weights_root`` (default ``repo/weights``), jobs ``work_root`` (default ``repo/work/<study>``),
@@ -307,7 +316,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
 
     if any(isinstance(m, ContainerModel) or m.serve is not None for m in sel_models):
         client = client or ensure_engine()
-    out: dict[str, dict[str, int]] = {}
+    out = RunCounts()
     samples_by_bench = {b.name: load_benchmark(b.loader, data_dirs[b.name], limit=limit or b.limit)
                         for b in sel_benchmarks}
     with contextlib.ExitStack() as servers:  # servers the runner started, removed on the way out
@@ -344,7 +353,7 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 if isinstance(m, ServerModel):
                     try:
                         sres = serving.run_served_job(m, job, requests, data_root=data_dirs[b.name],
-                                                      progress=progress, log=log)
+                                                      progress=progress, retry_errors=retry_errors, log=log)
                     except (ServerUnavailable, JobBusy, JobFileError, WorkerError, ValueError) as e:
                         raise StudyError(f"model {m.name} on {b.name}: {e}") from e
                     problems = sres.problems
@@ -375,5 +384,10 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                 records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
                 dest = roots.records_file(m, b)
                 out[m.name][b.name] = write_records(dest, records)
+                errs = [r for r in records if r.outcome == "error"]
+                if errs:
+                    out.errors[m.name][b.name] = len(errs)
+                    log(f"[run] {m.name} on {b.name}: {len(errs)} of {len(records)} samples ended in an error, e.g. "
+                        f"{errs[0].sample_id}: {cmod.printable(errs[0].error or '')[:300]}")
                 log(f"[run] wrote {len(records)} records to {dest}")
     return out

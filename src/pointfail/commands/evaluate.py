@@ -12,7 +12,9 @@ SHOW_PROBLEMS = 10
 """Problems printed one per line; all of them are in <out>/evaluation.json."""
 
 DESCRIPTION = f"""\
-Evaluate a model you ran elsewhere, from a file of its replies, in one command: each
+Evaluate a model in one command, from a file of its replies (--replies) or through the
+server you already serve it with (--base-url and --model: any OpenAI-compatible
+chat-completions server, e.g. vLLM, SGLang, Ollama, llama.cpp, transformers serve). Each
 reply is parsed in the model family's own coordinate convention, scored against the
 benchmark's target, every miss is sorted into a failure mode, and the tables, the
 report and the failure browser are written into the output folder.
@@ -38,16 +40,33 @@ generated suites: pointfail generate), otherwise by a model judge (--judge ollam
 left pending.
 {FAILURE_MODES_TEXT}
 
+A served model (--base-url URL --model NAME): the server is checked first (GET
+/v1/models must list NAME; a refused connection or a silent host stops it in
+seconds), every sample is asked (--concurrency requests at once, --limit N for the
+first N), and the frame each reply is read in is the one the server used: for
+families that answer in pixels of the resized image, the family's published pixel
+budget is sent (--pixel-budget overrides) and checked against the server's own
+usage.prompt_tokens; a server that resized the image differently is recorded with the
+size it used when its token count settles it, else the run stops naming the server's
+budget option. Responses are kept in <out>/work/; a rerun asks only what is missing,
+and the samples that ended in an error again when the model entry or the server
+changed, or with --retry-errors. With a served model, --judge openai takes
+--judge-base-url and --judge-api-key-env.
+
 Run it again on the same --out to continue: unchanged replies keep their verdicts,
 only new or changed ones are scored and judged. Writes <out>/<model>/<benchmark>.jsonl
 (records), <out>/tables/, <out>/report/ (needs the report extra:
 pip install 'pointfail[report]'; or --no-report), <out>/view/index.html (the failure
 browser) and <out>/evaluation.json (counts and every problem). Exit 0 when done; 2
-when the input cannot be used (nothing is written); 3 when a judge left misses
-without a verdict (rerun to fill them in)."""
+when the input cannot be used (nothing is written); 3 when the server failed its
+check or became unavailable (nothing scored; rerun), or a judge left misses without
+a verdict (rerun to fill them in); 4 when samples of a served model ended in an
+error (their reasons are listed; rerun with --retry-errors once fixed)."""
 
 EXAMPLE = ("pointfail evaluate --benchmark suite --data suites/sheets --replies replies.jsonl "
-           "--family molmo --out results/sheets")
+           "--family molmo --out results/sheets\n"
+           "  pointfail evaluate --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-3B-Instruct "
+           "--family qwen2_5_vl --benchmark suite --data suites/sheets --out results/qwen-sheets")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the benchmark's loader: suite (a generated suite), pointerbench-sheets, pointerbench-text, "
                    "pointerbench-pro, screenspot-pro, point-bench, where2place, refspatial")
     p.add_argument("--data", required=True, type=Path, metavar="DIR", help="the benchmark's directory")
-    p.add_argument("--replies", required=True, type=Path, metavar="FILE", help="the replies file (JSONL or JSON list)")
+    p.add_argument("--replies", type=Path, metavar="FILE",
+                   help="the replies file (JSONL or JSON list); without it, --base-url and --model ask a served model")
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="output folder (created; rerun with the same folder to continue)")
     p.add_argument("--family", help="the model family the text replies are written in, any spelling "
@@ -69,7 +89,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p.add_argument("--frame", choices=sorted(FRAMES),
                    help="what coordinate replies are: pixels of the image, or unit fractions (0 to 1)")
-    p.add_argument("--model", help="the model's name in the records (default: the replies file's name)")
+    p.add_argument("--model", help="with --base-url: the model's name as the server lists it in /v1/models; with "
+                   "--replies: the model's name in the records (default: the replies file's name)")
+    p.add_argument("--model-name", help="with --base-url: the model's name in the records (default: from --model)")
+    p.add_argument("--limit", type=int, metavar="N", help="with --base-url: only the benchmark's first N samples")
+    p.add_argument("--pixel-budget", metavar="BUDGET", default="family",
+                   help="with --base-url, for families answering in pixels of the resized image: family (the "
+                   "family's published smart_resize budget, default), max_pixels as an integer, or none")
+    p.add_argument("--max-new-tokens", type=int, default=128, metavar="N", help="with --base-url: reply cap in tokens")
+    p.add_argument("--retry-errors", action="store_true",
+                   help="with --base-url: ask again the samples whose last response was an error")
     p.add_argument("--only-predicted", action="store_true",
                    help="score only the samples with a reply in the file (every table note says so)")
     p.add_argument("--judge", choices=("auto", "oracle", "ollama", "openai", "none"), default="auto",
@@ -82,20 +111,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-report", action="store_true", help="do not draw the report figures")
     p.add_argument("--no-view", action="store_true", help="do not write the failure browser")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--concurrency", type=int, default=4, help="model judges: requests in flight")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="requests in flight: the served model's (with --base-url) and the model judge's")
     add_ollama_args(p, model_flag="--judge-model")
     add_openai_args(p)
+    p.add_argument("--judge-base-url", help="with --base-url and --judge openai: the judge server's API root")
+    p.add_argument("--judge-api-key-env", help="with --base-url and --judge openai: variable holding the judge's key")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print the summary; returns the exit status described in the help."""
     from pointfail.benchmarks import BenchmarkError
-    from pointfail.evaluate import EvaluateError, evaluate_replies
+    from pointfail.evaluate import EvaluateError, ServedIncomplete, evaluate_replies, evaluate_served
     from pointfail.judge.stage import StageBusy
     from pointfail.records import RecordError
     from pointfail.replies import RepliesError
 
+    served = args.replies is None
+    if served and not (args.base_url and args.model and args.family):
+        print("pointfail evaluate: pass --replies FILE, or --base-url URL --model NAME --family F for a served model",
+              file=sys.stderr)
+        return 2
+    judge_url = (args.judge_base_url or None) if served else args.base_url
+    judge_key = args.judge_api_key_env if served else args.api_key_env
     client = None
     if args.judge in ("ollama", "openai"):
         from pointfail.commands.judge import judge_reachable, make_ollama, make_openai
@@ -105,25 +144,46 @@ def run(args: argparse.Namespace) -> int:
         if args.concurrency < 1:
             print("pointfail evaluate: --concurrency must be >= 1", file=sys.stderr)
             return 2
-        if args.judge == "openai" and not (args.base_url and args.judge_model):
-            print("pointfail evaluate: --judge openai needs --base-url and --judge-model", file=sys.stderr)
+        if args.judge == "openai" and not (judge_url and args.judge_model):
+            flag = "--judge-base-url" if served else "--base-url"
+            print(f"pointfail evaluate: --judge openai needs {flag} and --judge-model", file=sys.stderr)
             return 2
-        problem = judge_reachable(args.base_url if args.judge == "openai" else args.host)
+        problem = judge_reachable(judge_url if args.judge == "openai" else args.host)
         if problem:
             print(f"pointfail evaluate: {problem}", file=sys.stderr)
             return 3
         if args.judge == "ollama":
             client = make_ollama(args, args.judge_model, args.concurrency)
         else:
-            client = make_openai(args, args.base_url, args.judge_model, args.api_key_env, args.concurrency)
+            client = make_openai(args, str(judge_url), args.judge_model, judge_key, args.concurrency)
+    progress = not args.no_progress and sys.stderr.isatty()
     try:
-        res = evaluate_replies(
-            benchmark=args.benchmark, data_dir=args.data, replies=args.replies, out_dir=args.out,
-            family=args.family, frame=args.frame, model=args.model, only_predicted=args.only_predicted,
-            judge=args.judge, judge_client=client, tolerance_px=args.tolerance_px,
-            model_input_size=args.model_input_size, report=not args.no_report, view=not args.no_view,
-            progress=not args.no_progress and sys.stderr.isatty(), log=lambda m: print(m, flush=True),
-        )
+        if served:
+            budget = args.pixel_budget
+            if budget not in ("family", "none"):
+                if not budget.isdigit():
+                    print(f"pointfail evaluate: --pixel-budget must be family, none or an integer (max_pixels), "
+                          f"got {budget!r}", file=sys.stderr)
+                    return 2
+                budget = int(budget)
+            res = evaluate_served(
+                benchmark=args.benchmark, data_dir=args.data, base_url=args.base_url, served_model=args.model,
+                family=args.family, out_dir=args.out, model=args.model_name, limit=args.limit,
+                concurrency=args.concurrency, api_key_env=args.api_key_env, pixel_budget=budget,
+                max_new_tokens=args.max_new_tokens, retry_errors=args.retry_errors, judge=args.judge,
+                judge_client=client, tolerance_px=args.tolerance_px, report=not args.no_report,
+                view=not args.no_view, progress=progress, log=lambda m: print(m, flush=True))
+        else:
+            res = evaluate_replies(
+                benchmark=args.benchmark, data_dir=args.data, replies=args.replies, out_dir=args.out,
+                family=args.family, frame=args.frame, model=args.model, only_predicted=args.only_predicted,
+                judge=args.judge, judge_client=client, tolerance_px=args.tolerance_px,
+                model_input_size=args.model_input_size, report=not args.no_report, view=not args.no_view,
+                progress=progress, log=lambda m: print(m, flush=True),
+            )
+    except ServedIncomplete as e:
+        print(f"pointfail evaluate: {e}", file=sys.stderr)
+        return 3
     except (EvaluateError, BenchmarkError, RepliesError) as e:
         print(f"pointfail evaluate: {e}", file=sys.stderr)
         return 2
@@ -131,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"pointfail evaluate: {e}", file=sys.stderr)
         return 1
     _print(res)
+    if served and res.errors:
+        print(f"pointfail evaluate: {res.errors} of {res.records} samples ended in an error (listed above; all in "
+              f"{res.out_dir / 'evaluation.json'}); fix the cause and rerun with --retry-errors", file=sys.stderr)
+        return 4
     return 3 if res.judge is not None and res.pending else 0
 
 

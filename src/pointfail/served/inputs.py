@@ -148,3 +148,87 @@ def plan_input(family: Any, image_size: Size, options: ServedOptions) -> InputPl
         return InputPlan(orig, capped, mis, "provider_documented",
                          f"provider documents downscaling to a long edge of {options.downscale_long_edge} px")
     return InputPlan(orig, orig, None, "original")
+
+
+@dataclass(frozen=True)
+class ImageTokenRule:
+    """How many prompt tokens one image of a given model-input size costs on a family's processor.
+
+    Attributes:
+        factor: pixels per merged patch side (the ``smart_resize`` factor): an image the processor
+            resized to ``W x H`` (both multiples of ``factor``) becomes ``(W / factor) * (H / factor)``
+            image tokens.
+        wrapper: tokens around them in the chat template (counted once per image).
+        source: where the rule comes from, in words.
+    """
+
+    factor: int
+    wrapper: int
+    source: str
+
+    def tokens(self, size: Size) -> int:
+        """Image tokens for a model input of ``size`` ``(W, H)`` (sides multiples of ``factor``)."""
+        return (int(size[0]) // self.factor) * (int(size[1]) // self.factor)
+
+
+QWEN2_VL_TOKENS = ("Qwen2-VL/Qwen2.5-VL processor (transformers processing_qwen2_5_vl.py): the image is cut into "
+                   "14x14 patches and 2x2 patches are merged, one <|image_pad|> token per merged patch "
+                   "(image_grid_thw.prod() // merge_size**2), so one token per 28x28 pixels of the smart_resize'd "
+                   "image; the chat template wraps them in <|vision_start|> ... <|vision_end|> (2 tokens)")
+QWEN3_VL_TOKENS = ("Qwen3-VL processor: 16x16 patches, 2x2 merged: one token per 32x32 pixels of the smart_resize'd "
+                   "image, wrapped in <|vision_start|> ... <|vision_end|> (2 tokens)")
+
+
+def image_token_rule(family: Any) -> Optional[ImageTokenRule]:
+    """The image-token rule of ``family`` (a :class:`pointfail.families.Family`), or ``None`` when the
+    frame the family answers in does not depend on the size the server used, or its processor has no
+    size-determined rule stated here.
+
+    Resized-pixel frames (Qwen2.5-VL and the GUI models built on it: UI-TARS-1.5, GTA1, OpenCUA) use
+    the Qwen2-VL lineage processor: one token per ``factor x factor`` pixels of the resized image
+    (``factor`` = the family's ``smart_resize`` factor: 28 = 14-pixel patches merged 2x2), plus 2
+    wrapper tokens (:data:`QWEN2_VL_TOKENS`; measured on ``transformers serve``: a 112x84 image adds
+    14 = 4 * 3 + 2 tokens to the text-only prompt). Qwen3-VL (factor 32, :data:`QWEN3_VL_TOKENS`) and
+    InternVL3 (448x448 tiles of 256 tokens each, 1 to 12 tiles chosen by aspect ratio plus a
+    thumbnail, inside ``<img> ... </img>``) answer in normalized frames (0-1000 grid, 0-1000 grid), so
+    the size the server used does not change how a reply is read and is not checked.
+    """
+    if family.frame.kind != "pixels_resized":
+        return None
+    fam = getattr(family, "resize", None) or {}
+    factor = int(fam.get("factor") or 28)
+    return ImageTokenRule(factor, 2, QWEN3_VL_TOKENS if factor == 32 else QWEN2_VL_TOKENS)
+
+
+def sizes_for_tokens(size: Size, tokens: int, factor: int) -> list[Size]:
+    """Every model-input size ``(W, H)`` that a ``smart_resize`` of an image of ``size`` gives under
+    *some* pixel budget (any ``min_pixels``/``max_pixels``) and that costs exactly ``tokens`` image
+    tokens (``(W / factor) * (H / factor)``), sorted. One entry: the token count determines the size
+    the server used; several or none: it does not.
+
+    The budget moves ``beta`` (``smart_resize``'s scale, :func:`pointfail.frames.smart_resize` rule 3
+    and 4) continuously, and the output changes only where ``h / beta / factor`` or
+    ``w / beta / factor`` crosses an integer; every output is found by evaluating the rule at each such
+    crossing and between consecutive ones. Linear in ``tokens``.
+    """
+    import math
+
+    w, h = int(size[0]), int(size[1])
+    if tokens < 1 or w < 1 or h < 1:
+        return []
+    found: set[Size] = set()
+    rh, rw = round(h / factor) * factor, round(w / factor) * factor  # rule 2: no budget binds
+    if rh and rw:
+        found.add((rw, rh))
+    # rule 3 (downscale): sides max(f, floor(side / beta / f) * f); crossings at beta = side / (f * k)
+    down = sorted({h / (factor * k) for k in range(1, tokens + 1)} | {w / (factor * k) for k in range(1, tokens + 1)})
+    # rule 4 (upscale): sides ceil(side * beta / f) * f; crossings at beta = f * k / side
+    up = sorted({factor * k / h for k in range(1, tokens + 1)} | {factor * k / w for k in range(1, tokens + 1)})
+    for points, fn in ((down, lambda b: (max(factor, math.floor(w / b / factor) * factor),
+                                         max(factor, math.floor(h / b / factor) * factor))),
+                       (up, lambda b: (math.ceil(w * b / factor) * factor, math.ceil(h * b / factor) * factor))):
+        probes = list(points) + [(a + b) / 2 for a, b in zip(points, points[1:])]
+        for beta in probes:
+            if beta > 0:
+                found.add(fn(beta))
+    return sorted(s for s in found if (s[0] // factor) * (s[1] // factor) == tokens)

@@ -20,6 +20,12 @@ Every chat request is recorded on arrival in :attr:`FakeOpenAI.chats` (index, mo
 temperature, seed, response format, system text, user text, action taken); the number in flight and the
 maximum seen in flight are kept, so tests can prove that requests overlap and that none is sent twice.
 ``latency`` adds a fixed delay to each answer; ``max_parallel`` limits how many are answered at once.
+
+``usage.prompt_tokens`` is 100 text tokens plus ``image_tokens(size)`` for the image received (default
+:func:`qwen_tokens`: a Qwen2-VL-style count of the image as received, no resize). The served backend's
+frame-check requests (text :data:`pointfail.served.backend.CALIBRATION_TEXT`, ``max_tokens`` 1) are
+answered with that count outside the script and logged in :attr:`FakeOpenAI.calibrations`, not in
+:attr:`FakeOpenAI.chats`, so scripts and counts see only the samples' requests.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional, Sequence, Union
+
+from pointfail.served.backend import CALIBRATION_TEXT
 
 
 @dataclass
@@ -100,6 +108,14 @@ def parse_chat(body: dict) -> ChatRequest:
     return ChatRequest(body=body, image_size=size, system="\n".join(system), user="\n".join(user))
 
 
+def qwen_tokens(size: Optional[tuple[int, int]]) -> int:
+    """Image tokens of an image received at ``size`` on a Qwen2-VL-style processor that does not
+    resize it: one per 28x28 pixels plus 2 wrapper tokens; 0 without an image."""
+    if size is None:
+        return 0
+    return 2 + (size[0] // 28) * (size[1] // 28)
+
+
 class FakeOpenAI:
     """The scripted server. Use as a context manager; :attr:`url` is the ``base_url`` (``.../v1``).
 
@@ -107,11 +123,15 @@ class FakeOpenAI:
         script: see the module docstring. default_reply: the reply when the script gives none.
         model: the served model id (others get 404). latency: seconds added to every answer.
         max_parallel: chat requests answered at once (``None``: unlimited).
+        image_tokens: ``fn(size or None) -> int``, the image's share of ``usage.prompt_tokens``.
     """
 
     def __init__(self, script: Script = None, *, default_reply: str = "ok", model: str = "fake-model",
-                 latency: float = 0.0, max_parallel: Optional[int] = None):
+                 latency: float = 0.0, max_parallel: Optional[int] = None,
+                 image_tokens: Callable[[Optional[tuple[int, int]]], int] = qwen_tokens):
         self.script = script
+        self.image_tokens = image_tokens
+        self.calibrations: list[dict[str, Any]] = []
         self.default_reply = default_reply
         self.model = model
         self.latency = latency
@@ -226,6 +246,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(404, {"error": {"message": f"model {body.get('model')!r} not found",
                                               "type": "invalid_request_error", "code": "model_not_found"}})
         req = parse_chat(body)
+        tokens = 100 + fake.image_tokens(req.image_size)
+        if req.user == CALIBRATION_TEXT and body.get("max_tokens") == 1 and not req.system:
+            with fake._lock:
+                fake.calibrations.append({"image_size": req.image_size, "prompt_tokens": tokens})
+            if fake.latency:
+                time.sleep(fake.latency)
+            self._act(Action(reply="."), body, tokens)
+            return
         entry: dict[str, Any] = {
             "n": None, "model": body.get("model"), "image_size": req.image_size,
             "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
@@ -246,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 if fake.latency or action.delay:
                     time.sleep(fake.latency + action.delay)
-                entry["result"] = self._act(action, body)
+                entry["result"] = self._act(action, body, tokens)
             finally:
                 if fake._gate is not None:
                     fake._gate.release()
@@ -258,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
             with fake._lock:
                 fake.in_flight -= 1
 
-    def _act(self, a: Action, body: dict) -> str:
+    def _act(self, a: Action, body: dict, prompt_tokens: int = 100) -> str:
         if a.die or a.drop:
             self._drop()
             return "dropped"
@@ -280,6 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.server_ref.model,
             "choices": [{"index": 0, "finish_reason": a.finish_reason,
                          "message": {"role": "assistant", "content": content, "refusal": a.refusal}}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": out_tokens, "total_tokens": 100 + out_tokens},
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": out_tokens,
+                      "total_tokens": prompt_tokens + out_tokens},
         })
         return "answered"
