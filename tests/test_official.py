@@ -388,3 +388,13 @@ def test_official_score_through_build_record(tmp_path):
     err = scoring.build_record(study="t", model="m", family="molmo", sample=s, prompt=prompt,
                                response=Response(raw_text=None, error="oom"))
     assert err.outcome == "error" and err.official is None  # RoboPoint's script skips a missing answer
+
+
+def test_a_number_too_long_for_a_float_is_what_the_script_raises_on(tmp_path):
+    """``int(float('9' * 400) * 640)`` raises OverflowError in text2pts and xml2pts: RoboPoint skips the
+    reply and RoboRefer drops the question; pointfail says so instead of failing."""
+    huge = "9" * 400
+    assert robopoint_text2pts(f"({huge}.0, 0.5)") is None
+    s = _mask_sample(tmp_path, "refspatial", np.zeros((10, 20)))
+    got = official_score(s, _parse(), raw_text=f'<points x1="{huge}" y1="1">a</points>', family="molmo")
+    assert got.score is None and got.note

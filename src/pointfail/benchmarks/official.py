@@ -35,9 +35,10 @@ at the commits named below); no code is copied.
   dcd82f2). Mask: grey ``> 127`` or any channel ``> 127`` (``load_mask``, model_evaluator.py lines
   1202-1224); a point ``(x, y)`` in pixels is in the mask when ``int(x), int(y)`` (truncation toward
   zero) is inside the image and set (``is_point_in_mask``, lines 1226-1249). Non-counting rows keep the
-  first point only; ``counting`` rows need exactly ``count`` points, all inside (lines 1499-1530 of
-  ``evaluate_model``); no point, and an error calling the model, are failures in ``total`` (lines
-  1482-1491, 1541-1550). Molmo replies are read by ``extract_points`` (molmo_evaluator.py lines
+  first point only (molmo_evaluator.py lines 332-334, and alike in every ``call_*``); ``counting`` rows
+  need exactly ``count`` points (model_evaluator.py lines 1499-1510), all inside (lines 1512-1518); no
+  point (lines 1481-1492) and an error calling the model (lines 1541-1549) are failures, every row is
+  in ``total`` (line 1388). Molmo replies are read by ``extract_points`` (molmo_evaluator.py lines
   206-274): four patterns applied one after another over the whole text, every match appended
   (``Click(a.b, c.d)``, ``(a.b, c.d)`` with exactly one decimal, ``x<k>="v" y<k>="v"``, ``p=xxx,yyy``
   in tenths), percent of the image: ``v / 100 * W``, a pair with a value above 100 skipped. The other
@@ -175,6 +176,13 @@ def robopoint_text2pts(text: str, width: int = 640, height: int = 480, *, varian
     dimension, an absolute box with floats a float one; RoboRefer absolute: a float pair makes the
     mask index a float, which stops the whole script, reported here as unscored).
     """
+    try:
+        return _text2pts(text, width, height, variant, absolute)
+    except OverflowError:  # int() of an infinite float (a number too long for a float): the script raises
+        return None
+
+
+def _text2pts(text: str, width: int, height: int, variant: str, absolute: bool) -> Optional[list[Item]]:
     items: list[Item] = []
     for m in _TUPLE.finditer(text[:MAX_REPLY_CHARS]):
         vec = [_number(t.strip()) for t in m.group(1).split(",")]
@@ -190,24 +198,29 @@ def robopoint_text2pts(text: str, width: int = 640, height: int = 480, *, varian
             if variant == "robopoint":
                 if isinstance(x0, float):
                     x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
-                if not all(isinstance(v, int) for v in (x0, y0, x1, y1)):
+                if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
                     return None
                 # mask = zeros((height, width)); mask[y0:y1, x0:x1] = 1; its set cells become points
                 items.append(("box", range(width)[x0:x1], range(height)[y0:y1]))
             else:
                 if not absolute:
                     x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
-                if not all(isinstance(v, int) for v in (x0, y0, x1, y1)) or y1 < y0 or x1 < x0:
+                if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
+                    return None
+                if y1 < y0 or x1 < x0:
                     return None
                 items.append(("box", range(x0, x1), range(y0, y1)))
     return items
 
 
-def roborefer_xml2pts(text: str, width: int, height: int) -> list[Item]:
+def roborefer_xml2pts(text: str, width: int, height: int) -> Optional[list[Item]]:
     """RoboRefer's Molmo reader ``xml2pts`` (summarize_acc.py lines 37-43): numbered attribute pairs
-    only, ``int(float(v) / 100 * W)``."""
-    return [("pt", int(float(x) / 100 * width), int(float(y) / 100 * height))
-            for _, x, _, y in _XML.findall(text[:MAX_REPLY_CHARS])]
+    only, ``int(float(v) / 100 * W)``; ``None`` where that raises (a number too long for a float)."""
+    try:
+        return [("pt", int(float(x) / 100 * width), int(float(y) / 100 * height))
+                for _, x, _, y in _XML.findall(text[:MAX_REPLY_CHARS])]
+    except OverflowError:
+        return None
 
 
 def roborefer_json2pts(text: str, width: int, height: int) -> Optional[list[Item]]:
@@ -361,10 +374,11 @@ def _own_items(parse: ParseResult, W: int, H: int, variant: str) -> list[Item]:
             continue
         items.append(("pt", int(px), int(py)))
     for b in parse.boxes:
-        px = [rule_pixel(b[0], W, kind), rule_pixel(b[1], H, kind), rule_pixel(b[2], W, kind), rule_pixel(b[3], H, kind)]
-        if not all(math.isfinite(v) for v in px):
+        corners = [rule_pixel(b[0], W, kind), rule_pixel(b[1], H, kind), rule_pixel(b[2], W, kind),
+                   rule_pixel(b[3], H, kind)]
+        if not all(math.isfinite(v) for v in corners):
             continue
-        x0, y0, x1, y1 = (int(v) for v in px)
+        x0, y0, x1, y1 = (int(v) for v in corners)
         if variant == "robopoint":
             items.append(("box", range(W)[x0:x1], range(H)[y0:y1]))
         else:
