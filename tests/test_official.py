@@ -84,7 +84,8 @@ def test_where2place_skips_what_its_parser_raises_on_and_missing_answers(tmp_pat
     # an int x0 with a float corner: text2pts slices with a float, raises, and the script `continue`s
     got = official_score(s, _parse(), raw_text="(10, 0.5, 20, 0.6)")
     assert got.score is None and "leaves it out" in got.note
-    assert official_score(s, None) is None  # no answer: not in the script's mean
+    missing = official_score(s, None)  # no answer: not in the script's mean, and said so
+    assert missing.score is None and "leaves it out" in missing.note
 
 
 def test_where2place_molmo_reply_is_read_as_nothing_officially(tmp_path):
@@ -179,7 +180,8 @@ def test_refspatial_mask_nonzero_is_in(tmp_path):
     m[0, 1] = 1   # any value > 0 is in (summarize_acc.py line 78)
     s = _mask_sample(tmp_path, "refspatial", m)
     assert official_score(s, _parse(), raw_text="(1, 0)", family="qwen2_5_vl").score == 1.0
-    assert official_score(s, None) is None
+    assert official_score(s, None, family="molmo").score is None
+    assert "xml2pts" in official_score(s, None, family="molmo").rule
 
 
 # ------------------------------------------------------------------------------ Point-Bench (PointArena)
@@ -387,7 +389,8 @@ def test_official_score_through_build_record(tmp_path):
     assert rec.official.rule == RULES["where2place"]
     err = scoring.build_record(study="t", model="m", family="molmo", sample=s, prompt=prompt,
                                response=Response(raw_text=None, error="oom"))
-    assert err.outcome == "error" and err.official is None  # RoboPoint's script skips a missing answer
+    assert err.outcome == "error" and err.official.score is None  # RoboPoint's script skips a missing answer
+    assert "leaves it out" in err.official.note
 
 
 def test_a_number_too_long_for_a_float_is_what_the_script_raises_on(tmp_path):

@@ -54,3 +54,39 @@ def test_pointing_keeps_errors_in_n(tmp_path: Path) -> None:
         "7", "1", "14.3", "3", "2", "1"]
     outcomes = next(r for r in read_csv(files["outcomes.csv"]) if (r["model"], r["benchmark"]) == ("alpha", "b2"))
     assert outcomes["n"] == row["n"] and outcomes["hit_rate_pct"] == row["point_in_region_pct"]
+
+
+def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path: Path) -> None:
+    """The issue's check: turn records of the committed default study into infrastructure errors; the
+    pointing n, the headline n and the official n (PointerBench's rule counts a missing answer wrong)
+    all stay 135 for ocr/sheets, and the rates fall alike."""
+    import shutil
+
+    from pointfail.benchmarks.official import official_score
+    from pointfail.records import Geometry, Response, Sample, read_records
+
+    root = Path(__file__).resolve().parents[1] / "records" / "default"
+    study = tmp_path / "default"
+    shutil.copytree(root, study, ignore=shutil.ignore_patterns("tables"))
+    path = study / "ocr" / "sheets.jsonl"
+    records = list(read_records(path))
+    hits = [r for r in records if r.outcome == "hit"][:5]
+    changed = []
+    for r in records:
+        if r in hits:
+            s = Sample(sample_id=r.sample_id, benchmark=r.benchmark, image=r.image, instruction=r.prompt.original,
+                       task=r.task, target=r.target, metadata=r.metadata)
+            r = r.model_copy(update={"outcome": "error", "error": "worker: out of memory", "parse": None,
+                                     "geometry": Geometry(), "response": Response(error="out of memory"),
+                                     "official": official_score(s, None)})
+        changed.append(r)
+    write_records(path, changed)
+    files = aggregate(study)
+    key = ("ocr", "sheets")
+    point = next(r for r in read_csv(files["pointing.csv"]) if (r["model"], r["benchmark"]) == key)
+    head = next(r for r in read_csv(files["outcomes.csv"]) if (r["model"], r["benchmark"]) == key)
+    off = next(r for r in read_csv(files["official.csv"]) if (r["model"], r["benchmark"]) == key)
+    # committed: 130 hits of 135; now 125 of 135 = 92.6 %
+    assert (point["n"], point["n_hits"], point["n_error"], point["point_in_region_pct"]) == ("135", "125", "5", "92.6")
+    assert (head["n"], head["hit"], head["hit_rate_pct"]) == ("135", "125", "92.6")
+    assert (off["n_official"], off["official_score_pct"], off["left_out"]) == ("135", "92.6", "0")

@@ -475,10 +475,10 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         :class:`OfficialScore` with ``score`` in [0, 1] (``None`` when the official script leaves the
         row out of its mean, with ``note`` saying why), ``own_score`` when pointfail's reading of the
         reply scores under the same rule differently read, and ``rule`` naming the source. A sample
-        with no answer (``parse is None``) scores 0 where the official script counts it wrong
-        (Point-Bench, ScreenSpot-Pro, PointerBench's rules) and gives ``None`` elsewhere (left out of
-        the mean). ``None`` also when the benchmark has no official rule here (e.g. an ``absent``
-        target).
+        with no answer (``parse`` and ``raw_text`` both ``None``) scores 0 where the official script
+        counts it wrong (Point-Bench, ScreenSpot-Pro, PointerBench's rules) and has score ``None``
+        (left out of the mean, with a ``note``) on Where2Place and RefSpatial. ``None`` when the
+        benchmark has no official rule here (e.g. an ``absent`` target).
 
     Raises:
         MaskError: the mask file of a mask benchmark cannot be read.
@@ -494,6 +494,11 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
                                  note="no answer: a failure in the script's total")
         if box_rule:
             return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note="no answer: counted wrong")
+        if bench == "where2place" and target.kind == "mask":
+            return OfficialScore(rule=RULES["where2place"], score=None, note=_LEFT_OUT_NO_ANSWER)
+        if bench == "refspatial" and target.kind == "mask":
+            return OfficialScore(rule=RULES["refspatial"].format(reader=roborefer_reader(family)), score=None,
+                                 note=_LEFT_OUT_NO_ANSWER)
         return None
     if bench in ("where2place", "refspatial") and target.kind == "mask":
         return _mask_rule(sample, parse, raw_text, family)
@@ -526,6 +531,9 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         bs = box_score(pred, box, cov, prec)
         return OfficialScore(rule=rule, score=1.0 if bs.box_class == "hit" else 0.0)
     return None
+
+
+_LEFT_OUT_NO_ANSWER = "no answer: the script leaves it out of its mean"
 
 
 def _box_rule_name(bench: str, ev: dict) -> str:
