@@ -364,21 +364,21 @@ def test_build_record_fills_official_score(monkeypatch, study_files):
     _, mask = study_files
     seen = []
 
-    def official_score(sample, parse, region):
-        seen.append((sample.sample_id, parse.points, region.kind))
+    def official_score(sample, parse, region, *, raw_text=None, family=None):
+        seen.append((sample.sample_id, parse.points, region.kind, raw_text, family))
         return OfficialScore(rule="toy official", score=1.0)
 
     _fake_official(monkeypatch, official_score)
     rec = build_record(study="st", model="m", family="molmo", sample=make_sample(mask), prompt=PROMPT,
                        response=Response(raw_text='<point x="50" y="50">b</point>'))
     assert rec.official == OfficialScore(rule="toy official", score=1.0)
-    assert seen == [("s1", [[0.5, 0.5]], "mask")]
+    assert seen == [("s1", [[0.5, 0.5]], "mask", '<point x="50" y="50">b</point>', "molmo")]
 
 
 def test_build_record_propagates_a_bug_in_the_official_scorer(monkeypatch, study_files):
     _, mask = study_files
 
-    def broken(sample, parse, region):
+    def broken(sample, parse, region, **kw):
         raise RuntimeError("bug in the official scorer")
 
     _fake_official(monkeypatch, broken)

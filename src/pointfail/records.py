@@ -272,10 +272,28 @@ class Geometry(_Model):
 
 class OfficialScore(_Model):
     """The benchmark's own rule, computed beside pointfail's outcome and labelled with its source
-    (e.g. ``where2place: mean in-mask over all points``). ``score`` in [0, 1]."""
+    (e.g. ``where2place: mean in-mask over all points``; :mod:`pointfail.benchmarks.official`).
+
+    score: in [0, 1]; ``None`` when the official script leaves the row out of its mean (``note`` says
+        why, e.g. its parser raises on the reply).
+    own_score: set only when the official parser reads the reply differently from pointfail's family
+        parser: what the same rule gives on pointfail's reading.
+    note: why a row is scored as it is, where that is not the plain rule (a missing answer, a dropped
+        question). ``own_score`` and ``note`` are left out of the JSON when unset.
+    """
 
     rule: str
-    score: float
+    score: Optional[float]
+    own_score: Optional[float] = None
+    note: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        out = handler(self)
+        for k in ("own_score", "note"):
+            if out.get(k) is None:
+                out.pop(k, None)
+        return out
 
 
 class JudgeAttempt(_Model):

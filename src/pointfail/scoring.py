@@ -214,11 +214,18 @@ def absence_count(target_absent: bool, outcome: str, declined: bool) -> Optional
     return "missed_a_present_referent" if declined else None
 
 
-def _official_score(sample: Sample, parse: Optional[ParseResult], region: TargetRegion) -> Optional[OfficialScore]:
-    """The benchmark's own rule (:func:`pointfail.benchmarks.official.official_score`)."""
+def _official_score(sample: Sample, parse: Optional[ParseResult], region: Optional[TargetRegion],
+                    raw_text: Optional[str], family: str) -> Optional[OfficialScore]:
+    """The benchmark's own rule (:func:`pointfail.benchmarks.official.official_score`), reading the raw
+    reply where the official evaluation parses text itself; ``parse=None`` is a sample with no answer."""
     from pointfail.benchmarks.official import official_score
 
-    return official_score(sample, parse, region)
+    if region is None:  # an error record: the target was never checked, so an unreadable mask scores nothing
+        try:
+            return official_score(sample, parse, region, raw_text=raw_text, family=family)
+        except GeometryError:
+            return None
+    return official_score(sample, parse, region, raw_text=raw_text, family=family)
 
 
 def _resolve_family(family: Any) -> Any:
@@ -291,13 +298,17 @@ def build_record(
         provenance=provenance or Provenance(),
     )
     if response.error:
-        return Record(**common, parse=None, outcome="error", error=f"worker: {response.error}")
+        # no answer: the official score counts it as the official script does (wrong, or out of its mean)
+        return Record(**common, parse=None, outcome="error", error=f"worker: {response.error}",
+                      official=_official_score(sample, None, None, None, fam.name))
 
     mis = tuple(response.model_input_size) if response.model_input_size else None
     try:
         parse = fam.parse(response.raw_text or "", size, mis, task=sample.task)
     except FrameError as e:
-        return Record(**common, parse=None, outcome="error", error=f"scoring: {e}")
+        # the reply exists: an official evaluation that parses the text itself still reads it
+        return Record(**common, parse=None, outcome="error", error=f"scoring: {e}",
+                      official=_official_score(sample, None, None, response.raw_text or "", fam.name))
     try:
         region = TargetRegion.from_target(sample.target, size, base_dir, allow_rescale=allow_rescale)
     except GeometryError as e:
@@ -308,7 +319,7 @@ def build_record(
         return Record(**common, parse=parse, outcome="error",
                       error=f"scoring: mask {sample.target.mask_path} is empty (no pixel in the target after "
                             f"binarization; see geometry.binarize_mask_image)")
-    official = _official_score(sample, parse, region)
+    official = _official_score(sample, parse, region, response.raw_text or "", fam.name)
     bad = _non_finite(geometry, official)
     if bad:  # never a record that cannot be written (the parser already drops overflowing coordinates)
         return Record(**common, parse=parse, outcome="error",

@@ -22,6 +22,18 @@ TOLERANCE_MD_COLUMNS = (0, 1, 2, 5, 10, 20, 30, 50)
 _IN_REGION = {"hit": True, "miss": False}
 
 
+class _ErrorCount:
+    """Infrastructure errors of a cell (a fold for :func:`with_pooled`)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def merge(self, other: "_ErrorCount") -> None:
+        self.n += other.n
+
+
 @register
 class Pointing(TableBuilder):
     """``pointing``: grounding-metrics ``pointing_accuracy`` over point tasks, mean miss distance in
@@ -32,38 +44,47 @@ class Pointing(TableBuilder):
     def __init__(self) -> None:
         self._norm: dict[tuple[str, str], metrics.PointingCounts] = {}
         self._px: dict[tuple[str, str], metrics.PointingCounts] = {}
+        self._errors: dict[tuple[str, str], _ErrorCount] = {}
 
     def add(self, row: Row, sample: int) -> None:
-        """Fold a scored point-task row into its cell."""
-        if row.task != "point" or row.outcome == "error":
+        """Fold a point-task row into its cell; an infrastructure error is in n (the note's
+        denominator), counted in ``n_error``, never a hit."""
+        if row.task != "point":
             return
-        in_region = _IN_REGION.get(row.outcome)
         key = (row.model, row.benchmark)
         f = self._norm.get(key)
         if f is None:
             f = self._norm[key] = metrics.PointingCounts()
             self._px[key] = metrics.PointingCounts()
+            self._errors[key] = _ErrorCount()
+        if row.outcome == "error":
+            self._errors[key].n += 1
+            return
+        in_region = _IN_REGION.get(row.outcome)
         f.add(in_region, row.distance_norm)
         self._px[key].add(in_region, row.distance_px)
 
     def tables(self, study: "Study") -> list[Output]:
         """The pointing table, none when no cell has a scored point task."""
         columns = [text("model"), text("benchmark"), count("n"), count("n_hits"), pct("point_in_region_pct"),
-                   count("n_misses"), count("n_no_point"), decimal("mean_miss_distance_norm", 4),
+                   count("n_misses"), count("n_no_point"), count("n_error"), decimal("mean_miss_distance_norm", 4),
                    decimal("mean_miss_distance_px", 1)]
         rows = []
         norm = with_pooled(self._norm, metrics.PointingCounts)
         pixels = with_pooled(self._px, metrics.PointingCounts)
+        errors = with_pooled(self._errors, _ErrorCount)
         for key in study.counts.keys():
             if key not in norm:
                 continue
             pa, px = norm[key].result(), pixels[key].result()
-            rows.append([*key, pa["n"], pa["n_hits"], pa["point_in_region"], pa["n_misses"], pa["n_no_point"],
-                         pa["mean_miss_distance"], px["mean_miss_distance"]])
+            n = pa["n"] + errors[key].n
+            rows.append([*key, n, pa["n_hits"], rate(pa["n_hits"], n), pa["n_misses"], pa["n_no_point"],
+                         errors[key].n, pa["mean_miss_distance"], px["mean_miss_distance"]])
         if not rows:
             return []
         notes = [
-            "Grounding-metrics `pointing_accuracy` over point tasks: point_in_region = n_hits / n (a sample with no point is not in the region).",
+            "Grounding-metrics `pointing_accuracy` over point tasks: point_in_region = n_hits / n (a sample with no "
+            "point is not in the region; n = n_hits + n_misses + n_no_point + n_error).",
             "mean_miss_distance is over misses only (distance from the primary point to the nearest target pixel), "
             "in image diagonals (`_norm`) and in pixels of the original image (`_px`).",
             ERROR_NOTE,

@@ -34,6 +34,8 @@ class Row:
     further judges of a miss, sorted. ``cluster`` is the bootstrap cluster: the image's sha256, or its
     path when no hash is recorded. ``declined``: the parser read an explicit decline in the family's
     convention (``ParseResult.reason == "declined"``, :mod:`pointfail.families._decline`).
+    ``official_rule``/``official_score``/``official_own_score``: the record's ``OfficialScore`` (rule,
+    score, and what pointfail's own reading scores where the official parser read the reply otherwise).
     """
 
     model: str
@@ -58,6 +60,7 @@ class Row:
     official_score: Optional[float]
     other: tuple[tuple[str, str, Optional[str]], ...] = field(default=())
     declined: bool = False
+    official_own_score: Optional[float] = None
 
     @property
     def point_answer_to_box_task(self) -> bool:
@@ -142,4 +145,5 @@ def row_from_record(r: Record) -> Row:
         official_score=official.score if official is not None else None,
         other=other,
         declined=parse is not None and parse.reason == "declined",
+        official_own_score=official.own_score if official is not None else None,
     )

@@ -1,0 +1,92 @@
+"""The ``official`` table, its ``official_diagnostic`` and the ``pointing`` denominator, with the
+counts worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from test_aggregate import read_csv, rec, toy_study
+
+from pointfail.aggregate import aggregate
+from pointfail.records import OfficialScore, Record, write_records
+
+
+def _with(r: Record, score: Optional[float], own: Optional[float] = None, note: Optional[str] = None) -> Record:
+    return r.model_copy(update={"official": OfficialScore(rule="pb official", score=score, own_score=own, note=note)})
+
+
+def test_official_table_counts_errors_left_out_and_readings(tmp_path: Path) -> None:
+    rs = [
+        _with(rec("m", "pb", "a", "hit"), 1.0),                     # agrees
+        _with(rec("m", "pb", "b", "miss", dist=3.0), 0.0),          # agrees
+        _with(rec("m", "pb", "c", "error"), 0.0, note="no answer"),  # counted wrong, agrees with the headline's 0
+        _with(rec("m", "pb", "d", "miss", dist=3.0), None, own=1.0, note="dropped"),  # left out; pointfail reads 1
+        _with(rec("m", "pb", "e", "hit"), 0.5),                     # partial: mean over points
+        _with(rec("m", "pb", "f", "miss", dist=3.0), 1.0, own=0.0),  # the official parser reads a hit
+    ]
+    write_records(tmp_path / "st" / "m" / "pb.jsonl", rs)
+    files = aggregate(tmp_path / "st")
+    off = read_csv(files["official.csv"])[0]
+    # official mean over a, b, c, e, f: (1 + 0 + 0 + 0.5 + 1) / 5 = 50 %; d is left out
+    # own reading over all six: (1 + 0 + 0 + 1 + 0.5 + 0) / 6 = 41.7 %; headline 2 hits / 6 = 33.3 %
+    assert [off[k] for k in ("n_official", "official_score_pct", "left_out", "read_differently",
+                             "own_reading_score_pct", "pointfail_n", "pointfail_hit_rate_pct")] == [
+        "5", "50.0", "1", "2", "41.7", "6", "33.3"]
+    diag = read_csv(files["official_diagnostic.csv"])[0]
+    assert [diag[k] for k in ("n", "decided_differently", "left_out", "no_answer", "official_parser",
+                              "mean_over_points", "rule")] == ["6", "3", "1", "0", "1", "1", "0"]
+
+
+def test_official_no_answer_counted_wrong_is_a_reason(tmp_path: Path) -> None:
+    rs = [_with(rec("m", "pb", "a", "error"), 0.0), _with(rec("m", "pb", "b", "miss", dist=1.0), 1.0)]
+    write_records(tmp_path / "st" / "m" / "pb.jsonl", rs)
+    diag = read_csv(aggregate(tmp_path / "st")["official_diagnostic.csv"])[0]
+    # b: official 1 against a miss, no other reading recorded: the rule itself
+    assert (diag["decided_differently"], diag["rule"], diag["no_answer"]) == ("1", "1", "0")
+
+
+def test_pointing_keeps_errors_in_n(tmp_path: Path) -> None:
+    """The toy study's alpha/b2: 1 hit, 3 misses, 2 no_prediction, 1 error: n = 7, 1/7 = 14.3 %."""
+    files = aggregate(toy_study(tmp_path / "toy"))
+    row = next(r for r in read_csv(files["pointing.csv"]) if (r["model"], r["benchmark"]) == ("alpha", "b2"))
+    assert [row[k] for k in ("n", "n_hits", "point_in_region_pct", "n_misses", "n_no_point", "n_error")] == [
+        "7", "1", "14.3", "3", "2", "1"]
+    outcomes = next(r for r in read_csv(files["outcomes.csv"]) if (r["model"], r["benchmark"]) == ("alpha", "b2"))
+    assert outcomes["n"] == row["n"] and outcomes["hit_rate_pct"] == row["point_in_region_pct"]
+
+
+def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path: Path) -> None:
+    """The issue's check: turn records of the committed default study into infrastructure errors; the
+    pointing n, the headline n and the official n (PointerBench's rule counts a missing answer wrong)
+    all stay 135 for ocr/sheets, and the rates fall alike."""
+    import shutil
+
+    from pointfail.benchmarks.official import official_score
+    from pointfail.records import Geometry, Response, Sample, read_records
+
+    root = Path(__file__).resolve().parents[1] / "records" / "default"
+    study = tmp_path / "default"
+    shutil.copytree(root, study, ignore=shutil.ignore_patterns("tables"))
+    path = study / "ocr" / "sheets.jsonl"
+    records = list(read_records(path))
+    hits = [r for r in records if r.outcome == "hit"][:5]
+    changed = []
+    for r in records:
+        if r in hits:
+            s = Sample(sample_id=r.sample_id, benchmark=r.benchmark, image=r.image, instruction=r.prompt.original,
+                       task=r.task, target=r.target, metadata=r.metadata)
+            r = r.model_copy(update={"outcome": "error", "error": "worker: out of memory", "parse": None,
+                                     "geometry": Geometry(), "response": Response(error="out of memory"),
+                                     "official": official_score(s, None)})
+        changed.append(r)
+    write_records(path, changed)
+    files = aggregate(study)
+    key = ("ocr", "sheets")
+    point = next(r for r in read_csv(files["pointing.csv"]) if (r["model"], r["benchmark"]) == key)
+    head = next(r for r in read_csv(files["outcomes.csv"]) if (r["model"], r["benchmark"]) == key)
+    off = next(r for r in read_csv(files["official.csv"]) if (r["model"], r["benchmark"]) == key)
+    # committed: 130 hits of 135; now 125 of 135 = 92.6 %
+    assert (point["n"], point["n_hits"], point["n_error"], point["point_in_region_pct"]) == ("135", "125", "5", "92.6")
+    assert (head["n"], head["hit"], head["hit_rate_pct"]) == ("135", "125", "92.6")
+    assert (off["n_official"], off["official_score_pct"], off["left_out"]) == ("135", "92.6", "0")
