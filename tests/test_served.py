@@ -184,12 +184,16 @@ def test_client_errors_keep_the_servers_message_and_rerun_with_retry_errors_redo
         assert e["served"]["requests"] == 1
     assert s.errors == 4
     with FakeOpenAI(None, default_reply="fixed", model="m") as fk:
-        again = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out)
-        assert again.skipped == 4 and len(fk.chats) == 0  # errors are answers to a plain rerun
-        redo = run_served(served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST)), req, out,
-                          retry_errors=True)
+        fixed = served_model(fk.url, "m", "json_pixels", options=ServedOptions(**FAST))
+        # the name fixed: the model entry changed, so a plain rerun asks the error samples again
+        again = run_served(fixed, req, out)
+        assert again.retried_errors == 4 and again.answered == 3 and again.errors == 1
         assert len(fk.chats) == 3
-    assert redo.retried_errors == 4 and redo.answered == 3 and redo.errors == 1
+        # nothing changed: a plain rerun keeps the remaining error; --retry-errors asks it again
+        same = run_served(fixed, req, out)
+        assert same.skipped == 4 and same.retried_errors == 0 and len(fk.chats) == 3
+        redo = run_served(fixed, req, out, retry_errors=True)
+        assert redo.retried_errors == 1 and redo.errors == 1 and len(fk.chats) == 3  # the image is missing: no request
     by = {x["sample_id"]: x for x in _lines(out)}
     assert len(_lines(out)) == 4
     assert [by[f"s{i:03d}"]["raw_text"] for i in range(3)] == ["fixed"] * 3
