@@ -46,9 +46,7 @@ All points are kept in the order written; the first is the primary point.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
-import pkgutil
 import re
 from typing import ClassVar, Optional
 
@@ -408,15 +406,9 @@ _REGISTRY: Optional[dict[str, Family]] = None
 def _load() -> dict[str, Family]:
     global _REGISTRY
     if _REGISTRY is None:
-        found: dict[str, Family] = {}
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{__name__}.{info.name}")
-            fam = getattr(mod, "FAMILY", None)
-            if isinstance(fam, Family):
-                found[fam.name] = fam
-        _REGISTRY = found
+        from pointfail.discovery import discover
+
+        _REGISTRY = discover(__name__, __path__, "FAMILY", Family)
     return _REGISTRY
 
 

@@ -24,8 +24,6 @@ laid over it (``host``, ``seed``, ``num_ctx``, ``num_predict``, ``timeout``, ``t
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from typing import Any, ClassVar, Optional
 
@@ -87,17 +85,9 @@ _REGISTRY: Optional[dict[str, JudgeKind]] = None
 def _load() -> dict[str, JudgeKind]:
     global _REGISTRY
     if _REGISTRY is None:
-        found: dict[str, JudgeKind] = {}
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{__name__}.{info.name}")
-            kind = getattr(mod, "KIND", None)
-            if isinstance(kind, JudgeKind):
-                if kind.name in found:
-                    raise RuntimeError(f"two judge kinds are named {kind.name!r}")
-                found[kind.name] = kind
-        _REGISTRY = found
+        from pointfail.discovery import discover
+
+        _REGISTRY = discover(__name__, __path__, "KIND", JudgeKind, unique=True)
     return _REGISTRY
 
 
