@@ -118,7 +118,8 @@ def test_served_job_folder(tmp_path):
         res = serving.run_served_job(m, job, reqs, data_root=data, progress=False, log=lambda s: None)
         assert len(fk.chats) == 1 and fk.chats[0]["image_size"] == (64, 48)
         again = serving.run_served_job(m, job, reqs, data_root=data, progress=False, log=lambda s: None)
-        assert len(fk.chats) == 1 and again.skipped == 2 and again.summary is None
+        assert len(fk.chats) == 1 and again.skipped == 2
+        assert (again.summary.requests, again.summary.skipped, again.summary.answered) == (0, 1, 0)
         with JobLock(JobPaths(job).lock):
             with pytest.raises(JobBusy):
                 serving.run_served_job(m, job, reqs, data_root=data, progress=False, log=lambda s: None)
