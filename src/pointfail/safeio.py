@@ -41,7 +41,24 @@ __all__ = [
     "atomic_write_bytes",
     "fsync_dir",
     "check_regular_path",
+    "valid_text",
+    "INVALID_UNICODE_FLAG",
 ]
+
+INVALID_UNICODE_FLAG = "invalid_unicode_replaced"
+"""The flag recorded when text from outside held lone surrogates (a JSON ``"\\udcff"`` escape) and
+they were replaced by U+FFFD so the record encodes as UTF-8."""
+
+
+def valid_text(text: str) -> tuple[str, bool]:
+    """``text`` made valid Unicode for UTF-8: every lone surrogate (U+D800..U+DFFF not part of a pair,
+    as ``json.loads`` returns for ``"\\udcff"``) replaced by U+FFFD; ``True`` when something was
+    replaced. Linear time; valid text is returned as is (one encode to check)."""
+    try:
+        text.encode("utf-8")
+        return text, False
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
 
 
 class UnsafeFileError(ValueError):

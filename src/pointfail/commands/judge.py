@@ -34,7 +34,7 @@ def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> 
     p.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"], help="generation seed; attempt k uses seed + k - 1")
     p.add_argument("--num-ctx", type=int, default=DEFAULT_OPTIONS["num_ctx"], help="context size in tokens")
     p.add_argument("--num-predict", type=int, default=DEFAULT_OPTIONS["num_predict"], help="reply length cap in tokens")
-    p.add_argument("--timeout", type=float, default=300.0, help="HTTP timeout per request, seconds")
+    p.add_argument("--timeout", type=float, default=300.0, help="total deadline of one HTTP request, seconds (connect, headers and the whole body)")
     p.add_argument("--transport-retries", type=int, default=6,
                    help="retries of one request after a transport failure (server error, timeout, dropped connection)")
     p.add_argument("--no-schema", action="store_true", help="do not send the structured-output schema")

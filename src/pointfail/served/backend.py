@@ -129,7 +129,7 @@ class _Run:
         from pointfail.served.client import chat_once, messages, png_bytes
         from pointfail.served.inputs import plan_input
         from pointfail.served.options import response_format
-        from pointfail.served.transport import is_openai_transport_error, retrying, status_of
+        from pointfail.served.transport import describe, is_retryable, retrying
 
         opts = self.opts
         info = ServedInfo(response_format=None, preset=opts.preset, system_prompt=bool(opts.system_prompt), requests=0)
@@ -167,7 +167,7 @@ class _Run:
             info.response_format = "json_schema:" + create["response_format"]["json_schema"]["name"]
         del png, image
         try:
-            async for attempt in retrying(is_openai_transport_error, retries=opts.retries,
+            async for attempt in retrying(is_retryable, retries=opts.retries,
                                           backoff_initial=opts.backoff_initial, backoff_max=opts.backoff_max,
                                           stop_when=lambda: self.down is not None):
                 with attempt:
@@ -178,23 +178,23 @@ class _Run:
                     try:
                         reply = await chat_once(self.client, **create)
                     except Exception as e:
-                        if is_openai_transport_error(e):
+                        if is_retryable(e):
                             info.transport_failures += 1
                             self.summary.transport_failures += 1
                         raise
         except ServerDown:
             raise
         except Exception as e:
-            reason = f"{type(e).__name__}: {e}"[:500]
-            if is_openai_transport_error(e):
+            reason = describe(e)  # the server's own message kept, the bound that fired named
+            if is_retryable(e):
                 if self.down is None:
                     self.down = (f"server {self.model.base_url} unavailable after {info.requests} requests "
                                  f"({reason})")
                     log.error("%s", self.down)
                 raise ServerDown(self.down) from None
-            status = status_of(e)
-            return error(f"server: HTTP {status}: {reason}" if status else f"server: {reason}")
+            return error(f"server: {reason}")
         info.model = reply.model
+        info.flags = list(reply.flags)
         info.finish_reason = reply.finish_reason
         info.refusal = reply.refusal
         self.summary.answered += 1
@@ -250,7 +250,7 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
                        dynamic_ncols=True)
         run = _Run(model, writer, summary, bar)
         run.client = async_client(base_url, api_key(model.api_key_env), timeout_s=run.opts.timeout_s,
-                                  concurrency=run.opts.concurrency)
+                                  concurrency=run.opts.concurrency, max_body_bytes=run.opts.max_body_bytes)
         try:
             await asyncio.gather(*(run.sample(r) for r in todo))
         finally:
