@@ -157,6 +157,8 @@ class HostileServer:
                 return self._send(conn, 200, _json.dumps({"models": [
                     {"name": self.model, "model": self.model, "digest": "d" * 64, "size": 1,
                      "modified_at": "2025-01-01T00:00:00Z"}]}).encode())
+            if path == "":  # what Ollama answers at its root (the CLI's reachability check)
+                return self._send(conn, 200, b"Ollama is running")
             if path == "/api/version":
                 return self._send(conn, 200, b'{"version": "0.0-hostile"}')
             ollama = path == "/api/chat"

@@ -261,18 +261,34 @@ def _judge(args: argparse.Namespace) -> int:
 
 def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str]:
     """``None`` when something answers HTTP at the judge's host, else why not (one line). A refused
-    connection fails at once here, instead of after the client's transport retries."""
+    connection fails at once here, instead of after the client's transport retries. Only the status
+    line and headers are read, within a total deadline of ``timeout_s`` seconds, through the bounded
+    transport (:func:`pointfail.served.transport.http_client`), so a server that drips or sends an
+    endless body cannot hold the check; a redirect is refused (never followed)."""
+    import asyncio
+
     import httpx
 
     from pointfail.judge.client import resolve_host
+    from pointfail.served.transport import Redirected, ReplyTooLarge, describe, http_client
 
     url = resolve_host(host)
+
+    async def probe() -> None:
+        async with http_client(deadline_s=timeout_s, max_body_bytes=1 << 16, concurrency=1) as client:
+            async with client.stream("GET", url):
+                return None  # the headers came: something answers HTTP; the body is not read
+
     try:
-        httpx.get(url, timeout=timeout_s)
+        asyncio.run(probe())
     except httpx.ConnectError as e:
         return f"cannot connect to the judge at {url} ({e}); start Ollama (ollama serve) or pass --host URL"
+    except Redirected as e:
+        return f"the judge at {url} redirects ({e})"
+    except ReplyTooLarge:
+        return None  # it answered; the size of that answer is the requests' concern
     except httpx.HTTPError as e:
-        return f"the judge at {url} did not answer ({type(e).__name__}: {e})"
+        return f"the judge at {url} did not answer ({describe(e)})"
     return None
 
 
