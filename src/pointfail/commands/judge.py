@@ -239,6 +239,11 @@ def _judge(args: argparse.Namespace) -> int:
     except (RecordError, StageBusy) as e:
         print(f"pointfail judge: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # disk full: one line naming the file; the records file is written atomically
+        from pointfail.safeio import os_error_line
+
+        print(f"pointfail judge: {os_error_line(e)}", file=sys.stderr)
+        return 1
     d = report.to_dict()
     if args.json:
         import json
