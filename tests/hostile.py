@@ -140,8 +140,6 @@ class HostileServer:
 
     def _handle(self, conn) -> None:
         import json as _json
-        import socket
-        import struct
 
         try:
             conn.settimeout(30)

@@ -287,7 +287,14 @@ def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str
     try:
         asyncio.run(probe())
     except httpx.ConnectError as e:
-        return f"cannot connect to the judge at {url} ({e}); start Ollama (ollama serve) or pass --host URL"
+        import os
+
+        from pointfail.served.transport import exception_chain
+
+        # the system's own words ("[Errno 111] Connection refused") where the chain has them
+        why: object = next((f"[Errno {c.errno}] {os.strerror(c.errno)}" for c in exception_chain(e)
+                            if isinstance(c, OSError) and c.errno), e)
+        return f"cannot connect to the judge at {url} ({why}); start Ollama (ollama serve) or pass --host URL"
     except Redirected as e:
         return f"the judge at {url} redirects ({e})"
     except ReplyTooLarge:

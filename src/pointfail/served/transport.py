@@ -183,7 +183,8 @@ def transport_for(deadline_s: float, max_body_bytes: int, concurrency: int) -> B
     return BoundedTransport(deadline_s=deadline_s, max_body_bytes=max_body_bytes, max_connections=concurrency + 2)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it (``__cause__``, else ``__context__``), outermost first, at most 8."""
     out: list[BaseException] = []
     cur: Optional[BaseException] = exc
     while cur is not None and len(out) < 8 and cur not in out:
@@ -195,7 +196,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def bound_failure(exc: BaseException) -> Optional[BaseException]:
     """The :class:`DeadlineExceeded`, :class:`ReplyTooLarge` or :class:`Redirected` behind ``exc``
     (an SDK wraps transport errors: ``openai.APIConnectionError`` from ours), else ``None``."""
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         if isinstance(e, (DeadlineExceeded, ReplyTooLarge, Redirected)):
             return e
     return None
