@@ -268,14 +268,15 @@ def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str
     """``None`` when something answers HTTP at the judge's host, else why not (one line). A refused
     connection fails at once here, instead of after the client's transport retries. Only the status
     line and headers are read, within a total deadline of ``timeout_s`` seconds, through the bounded
-    transport (:func:`pointfail.served.transport.http_client`), so a server that drips or sends an
+    transport (:func:`pointfail.served.bounded.http_client`), so a server that drips or sends an
     endless body cannot hold the check; a redirect is refused (never followed)."""
     import asyncio
 
     import httpx
 
     from pointfail.judge.client import resolve_host
-    from pointfail.served.transport import Redirected, ReplyTooLarge, describe, http_client
+    from pointfail.served.bounded import Redirected, ReplyTooLarge, http_client
+    from pointfail.served.transport import describe
 
     url = resolve_host(host)
 

@@ -93,7 +93,7 @@ class ChatJudge:
         transport_retries: retries of one request after a transport failure.
         backoff_initial, backoff_max: exponential backoff in seconds.
         timeout_s: total deadline of one HTTP request in seconds, wall clock (connect, headers and
-            body: :class:`pointfail.served.transport.BoundedTransport`).
+            body: :class:`pointfail.served.bounded.BoundedTransport`).
         max_body_bytes: byte cap on one response body (over it: that miss is ``judge_unavailable``
             with the reason, not retried).
         use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as the structured-output schema.
@@ -433,7 +433,7 @@ class OllamaJudge(ChatJudge):
         import httpx
         import ollama
 
-        from pointfail.served.transport import transport_for
+        from pointfail.served.bounded import transport_for
 
         # the ollama SDK passes these to its httpx.AsyncClient: our bounded transport, and no redirects
         # (the SDK's own default follows them, to any host)

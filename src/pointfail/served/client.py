@@ -24,7 +24,7 @@ Every value from the server is checked at this boundary (issue 24), with a flag 
 * A token count that is not a finite non-negative integer (``1e309``, ``NaN``, ``-1``, ``"12"``) is
   dropped (``None``) with ``non_finite_usage_dropped``; the answer is kept.
 
-The HTTP client is :func:`pointfail.served.transport.http_client` (total deadline, body cap, no
+The HTTP client is :func:`pointfail.served.bounded.http_client` (total deadline, body cap, no
 redirects).
 """
 
@@ -82,12 +82,12 @@ def api_key(env_name: Optional[str]) -> str:
 def async_client(base_url: str, key: str, *, timeout_s: float, concurrency: int,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Any:
     """An ``openai.AsyncOpenAI`` with the client's own retries off (retries are ours, counted) over
-    :func:`pointfail.served.transport.http_client`: a total deadline of ``timeout_s`` seconds per
+    :func:`pointfail.served.bounded.http_client`: a total deadline of ``timeout_s`` seconds per
     request (connect + headers + body, wall clock), a body cap of ``max_body_bytes``, no redirects,
     and a connection pool sized to ``concurrency``."""
     import openai
 
-    from pointfail.served.transport import http_client
+    from pointfail.served.bounded import http_client
 
     http = http_client(deadline_s=timeout_s, max_body_bytes=max_body_bytes, concurrency=concurrency)
     # openai accepts an httpx.AsyncClient at run time (its is_legacy_httpx_async_client check); its

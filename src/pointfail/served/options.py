@@ -35,7 +35,7 @@ class ServedOptions(BaseModel):
     Attributes:
         concurrency: requests in flight at once (1..256).
         timeout_s: total deadline of one request in seconds, wall clock: connect, headers and the
-            whole body (:class:`pointfail.served.transport.BoundedTransport`; a server that drips its
+            whole body (:class:`pointfail.served.bounded.BoundedTransport`; a server that drips its
             reply is given up when it runs out, and that counts as a timeout).
         max_body_bytes: byte cap on one response body (default 4 MiB); a body over it is that
             sample's error, not retried.

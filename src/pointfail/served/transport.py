@@ -12,18 +12,18 @@ seconds, or the server's ``Retry-After`` header (seconds, capped at ``backoff_ma
 
 **Bounds** (issue 24: a server pointfail does not control must not hold a run hostage). Every client that
 talks to a server (the served backend, the Ollama judge, the OpenAI-compatible judge) sends through
-:class:`BoundedTransport`, an ``httpx.AsyncBaseTransport`` around httpx's own ``AsyncHTTPTransport``
+:class:`pointfail.served.bounded.BoundedTransport`, an ``httpx.AsyncBaseTransport`` around httpx's own ``AsyncHTTPTransport``
 (its connection limits), so the SDKs (``openai``, ``ollama``) keep doing the requests:
 
 * a **total deadline** per request (connect + headers + the whole body) on a wall clock: a server that
   drips its answer a byte a second is given up after ``deadline_s`` seconds (``httpx``'s own timeouts
-  are per read and never fire on a drip). Overrunning it raises :class:`DeadlineExceeded` (an
+  are per read and never fire on a drip). Overrunning it raises ``DeadlineExceeded`` (an
   ``httpx.TimeoutException``): a transport failure, retried like any timeout;
 * a **byte cap** on the body, counted while it streams (and refused at once from ``Content-Length``):
-  :class:`ReplyTooLarge`, final for that request (a rerun would get the same body);
+  ``ReplyTooLarge``, final for that request (a rerun would get the same body);
 * **no redirects**: a 3xx is never followed (the image and prompt would go elsewhere) and raises
-  :class:`Redirected` naming the target, final;
-* ``Accept-Encoding: identity`` is asked for and a compressed body refused (:class:`ReplyTooLarge`
+  ``Redirected`` naming the target, final;
+* ``Accept-Encoding: identity`` is asked for and a compressed body refused (``ReplyTooLarge``
   counts wire bytes; a compressed body could expand past any cap).
 
 One classification for every client (:func:`classify`): ``"retry"`` (a transport failure: 408, 409,
@@ -39,8 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Optional
 
-import httpx
-
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """Byte cap on one response body (4 MiB): a chat completion of a capped answer is a few KiB; the
 model's own text is capped again when it is read (:mod:`pointfail.limits`)."""
@@ -51,136 +49,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 
 class MalformedReply(Exception):
     """A 2xx body that is not a usable chat completion (not JSON, no ``choices``, no message)."""
-
-
-class DeadlineExceeded(httpx.TimeoutException):
-    """The request's total deadline (connect + headers + body, wall clock) ran out; a transport
-    failure (retried)."""
-
-
-class ReplyTooLarge(httpx.TransportError):
-    """The response body is over the byte cap (or compressed, so its size is unknown); final."""
-
-
-class Redirected(httpx.TransportError):
-    """The server answered with a redirect, which is never followed; the message names the target.
-    Final."""
-
-
-_FINAL = (ReplyTooLarge, Redirected)
-
-
-class _BoundedStream(httpx.AsyncByteStream):
-    """The body of one response, read under the request's deadline and byte cap."""
-
-    def __init__(self, inner: Any, deadline: float, max_bytes: int, url: str, budget_s: float):
-        self._inner = inner
-        self._deadline = deadline
-        self._max = max_bytes
-        self._url = url
-        self._budget = budget_s
-
-    async def __aiter__(self) -> Any:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        it = self._inner.__aiter__()
-        n = 0
-        while True:
-            left = self._deadline - loop.time()
-            if left <= 0:
-                raise DeadlineExceeded(f"no complete reply from {self._url} within the deadline of "
-                                       f"{self._budget:g} s ({n} body bytes read)")
-            try:
-                async with asyncio.timeout(left):
-                    chunk = await it.__anext__()
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise DeadlineExceeded(f"no complete reply from {self._url} within the deadline of "
-                                       f"{self._budget:g} s ({n} body bytes read)") from None
-            n += len(chunk)
-            if n > self._max:
-                raise ReplyTooLarge(f"reply body from {self._url} is over the cap of {self._max} bytes; "
-                                    "not read further")
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class BoundedTransport(httpx.AsyncBaseTransport):
-    """httpx's ``AsyncHTTPTransport`` with a total deadline, a body byte cap and no redirects (rules
-    in the module docstring).
-
-    Args:
-        deadline_s: seconds, wall clock, from sending the request to the last byte of the body.
-        max_body_bytes: bytes of body (as sent on the wire) read at most.
-        max_connections: the connection pool's size (``httpx.Limits``).
-
-    Raises (from ``handle_async_request`` or while the body is read):
-        DeadlineExceeded, ReplyTooLarge, Redirected; httpx's own transport errors.
-    """
-
-    def __init__(self, *, deadline_s: float, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 max_connections: int = 8):
-        if deadline_s <= 0 or max_body_bytes < 1:
-            raise ValueError(f"deadline_s must be > 0 and max_body_bytes >= 1 (got {deadline_s}, {max_body_bytes})")
-        self.deadline_s = float(deadline_s)
-        self.max_body_bytes = int(max_body_bytes)
-        self._inner = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=max_connections,
-                                                                   max_keepalive_connections=max_connections))
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.deadline_s
-        url = f"{request.url.scheme}://{request.url.host}:{request.url.port or ''}{request.url.path}"
-        request.headers["Accept-Encoding"] = "identity"
-        try:
-            async with asyncio.timeout(self.deadline_s):
-                resp = await self._inner.handle_async_request(request)
-        except TimeoutError:
-            raise DeadlineExceeded(f"no reply headers from {url} within the deadline of {self.deadline_s:g} s",
-                                   request=request) from None
-        try:
-            if 300 <= resp.status_code < 400:
-                target = resp.headers.get("location", "(no Location header)")[:300]
-                raise Redirected(f"HTTP {resp.status_code} redirect from {url} to {target} refused (redirects "
-                                 "are never followed)", request=request)
-            enc = resp.headers.get("content-encoding", "identity").strip().lower()
-            if enc not in ("", "identity"):
-                raise ReplyTooLarge(f"reply from {url} is {enc}-compressed (identity was asked for); its size "
-                                    "cannot be capped, refused", request=request)
-            length = resp.headers.get("content-length")
-            if length is not None and length.strip().isdigit() and int(length) > self.max_body_bytes:
-                raise ReplyTooLarge(f"reply body from {url} is {int(length)} bytes, over the cap of "
-                                    f"{self.max_body_bytes} bytes; not read", request=request)
-        except BaseException:
-            await resp.aclose()
-            raise
-        return httpx.Response(status_code=resp.status_code, headers=resp.headers,
-                              stream=_BoundedStream(resp.stream, deadline, self.max_body_bytes, url, self.deadline_s),
-                              extensions=resp.extensions, request=request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def http_client(*, deadline_s: float, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, concurrency: int = 4,
-                **kwargs: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` over :class:`BoundedTransport` (pool of ``concurrency + 2``), no
-    redirects followed, httpx's per-phase timeouts at ``deadline_s`` (connect capped at 10 s). The
-    ``openai`` SDK takes it as ``http_client``; ``kwargs`` go to ``httpx.AsyncClient``."""
-    return httpx.AsyncClient(transport=transport_for(deadline_s, max_body_bytes, concurrency),
-                             timeout=httpx.Timeout(deadline_s, connect=min(10.0, deadline_s)),
-                             follow_redirects=False, **kwargs)
-
-
-def transport_for(deadline_s: float, max_body_bytes: int, concurrency: int) -> BoundedTransport:
-    """The :class:`BoundedTransport` every client uses (the ``ollama`` SDK takes it as ``transport``)."""
-    return BoundedTransport(deadline_s=deadline_s, max_body_bytes=max_body_bytes, max_connections=concurrency + 2)
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
@@ -194,10 +62,12 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
 
 
 def bound_failure(exc: BaseException) -> Optional[BaseException]:
-    """The :class:`DeadlineExceeded`, :class:`ReplyTooLarge` or :class:`Redirected` behind ``exc``
+    """The ``DeadlineExceeded``, ``ReplyTooLarge`` or ``Redirected`` (:mod:`pointfail.served.bounded`) behind ``exc``
     (an SDK wraps transport errors: ``openai.APIConnectionError`` from ours), else ``None``."""
+    from pointfail.served.bounded import DeadlineExceeded, Redirected, ReplyTooLarge
+
     for e in exception_chain(exc):
-        if isinstance(e, (DeadlineExceeded, ReplyTooLarge, Redirected)):
+        if isinstance(e, (DeadlineExceeded, Redirected, ReplyTooLarge)):
             return e
     return None
 
@@ -205,13 +75,17 @@ def bound_failure(exc: BaseException) -> Optional[BaseException]:
 def classify(exc: BaseException) -> Literal["retry", "final"]:
     """``"retry"`` for a transport failure, ``"final"`` for anything else (module docstring), for
     exceptions of either SDK, httpx, or this module."""
-    if isinstance(bound_failure(exc), _FINAL):
+    from pointfail.served.bounded import FINAL, DeadlineExceeded
+
+    bound = bound_failure(exc)
+    if isinstance(bound, FINAL):
         return "final"
-    if isinstance(exc, (MalformedReply, RecursionError)) or isinstance(bound_failure(exc), DeadlineExceeded):
+    if isinstance(exc, (MalformedReply, RecursionError)) or isinstance(bound, DeadlineExceeded):
         return "retry"
     code = status_of(exc)
     if code is not None:
         return "retry" if code >= 500 or code in RETRY_STATUSES else "final"
+    import httpx
     import openai
 
     if isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError, httpx.TransportError,
@@ -261,8 +135,8 @@ def status_of(exc: BaseException) -> Optional[int]:
 def is_openai_transport_error(exc: BaseException) -> bool:
     """True for failures of an ``openai`` client request worth retrying (:func:`classify`):
     ``openai.APIStatusError`` with status 408, 409, 429 or >= 500; ``openai.APIConnectionError``
-    (timeouts and the total deadline included) unless it wraps a final bound (:class:`ReplyTooLarge`,
-    :class:`Redirected`); ``openai.APIResponseValidationError`` and :class:`MalformedReply` (a body
+    (timeouts and the total deadline included) unless it wraps a final bound (``ReplyTooLarge``,
+    ``Redirected``); ``openai.APIResponseValidationError`` and :class:`MalformedReply` (a body
     that is not a chat completion); ``httpx.TransportError``."""
     return is_retryable(exc)
 
