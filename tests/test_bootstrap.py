@@ -88,6 +88,14 @@ def _tar(path: Path, entries: list[tuple[str, bytes | None]]) -> Path:
             else:
                 ti.size = len(data)
                 tar.addfile(ti, io.BytesIO(data))
+    return _seal(path)
+
+
+def _seal(path: Path) -> Path:
+    """Write ``<path>.sha256`` as ``make bundle`` does (``sha256sum`` format)."""
+    import hashlib
+
+    path.with_name(path.name + ".sha256").write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n")
     return path
 
 
@@ -103,8 +111,42 @@ def test_extract_bundle_wheels_takes_only_wheel_files_and_stops_after_them(tmp_p
     with pytest.raises(bootstrap.BootstrapError, match="no host-wheels/ wheels"):
         bootstrap.extract_bundle_wheels(_tar(tmp_path / "e.tar", [("x/index.json", b"{}")]), tmp_path / "w2")
     (tmp_path / "junk.tar").write_bytes(b"not a tar")
+    _seal(tmp_path / "junk.tar")
     with pytest.raises(bootstrap.BootstrapError, match="not a readable bundle"):
         bootstrap.extract_bundle_wheels(tmp_path / "junk.tar", tmp_path / "w3")
+
+
+def test_the_outer_sha256_is_checked_before_a_byte_of_the_bundle_is_read(tmp_path):
+    """A bundle modified after it was made, with its inner SHA256SUMS made again to match, passes the
+    sums inside it; only ``<bundle>.sha256`` shows it (issue 24). Refused before any member is read."""
+    import hashlib
+
+    from pointfail_runner import bundle as bmod
+
+    def bundle(path: Path, index: bytes) -> Path:
+        files = {"b/index.json": index}
+        sums = "".join(f"{hashlib.sha256(v).hexdigest()}  {k[2:]}\n" for k, v in files.items()).encode()
+        return _tar(path, [("b", None), *files.items(), ("b/SHA256SUMS", sums)])
+
+    good = bundle(tmp_path / "good.tar", b'{"study": "s"}')
+    root = bmod.unpack(good, tmp_path / "u1", log=(said := []).append)
+    assert (root / "index.json").read_bytes() == b'{"study": "s"}'
+    digest = hashlib.sha256(good.read_bytes()).hexdigest()
+    assert said == [f"[bundle] {good}: sha256 {digest} matches good.tar.sha256 (compare it with the digest "
+                    "published in artifact.md)"]
+    sidecar = good.with_name("good.tar.sha256").read_text()
+    bad = bundle(good, b'{"study": "s", "evil": 1}')  # rebuilt, inner sums regenerated ...
+    good.with_name("good.tar.sha256").write_text(sidecar)  # ... the published digest kept
+    for call in (lambda: bmod.unpack(bad, tmp_path / "u2"), lambda: bootstrap.extract_bundle_wheels(bad, tmp_path / "w")):
+        with pytest.raises((bmod.BundleError, bootstrap.BootstrapError), match=f"differs from {digest} in good.tar.sha256"):
+            call()
+    assert not (tmp_path / "u2").exists() and not (tmp_path / "w").exists()  # nothing read, nothing written
+    good.with_name("good.tar.sha256").unlink()
+    with pytest.raises(bmod.BundleError, match="no good.tar.sha256 beside it"):
+        bmod.unpack(bad, tmp_path / "u3")
+    good.with_name("good.tar.sha256").write_text(f"{digest}  other.tar\n")
+    with pytest.raises(bmod.BundleError, match="not one '<sha256>  good.tar' line"):
+        bmod.unpack(bad, tmp_path / "u4")
 
 
 def test_script_runs_with_the_standard_library_only():

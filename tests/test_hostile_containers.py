@@ -171,3 +171,40 @@ def test_symlinks_planted_by_a_container_between_runs_are_never_followed(client,
     assert set(ids.values()) == {1} and len(ids) == len(samples)  # each sample once
     assert (paths.out / "escape").is_symlink() and (paths.out / "container.log").is_symlink()  # untouched
     assert tree_digest(decoy) == before
+
+
+SPARSE = r"""
+import json, os, time
+with open("/job/responses.jsonl", "w") as f:
+    f.write(json.dumps({"sample_id": "x", "raw_text": "(1, 2)"}) + "\n")
+    f.truncate(2 << 30)  # 2 GiB that cost the container nothing: a sparse file
+print("sparse", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_sparse_responses_file_is_capped_inside_the_wall_clock(client, center, suite, tmp_path):
+    """A container that leaves a 2 GiB sparse responses.jsonl is killed as soon as the runner sees it
+    (not at the wall clock), the file is refused before a byte is read, and a rerun in a fresh folder
+    finishes the job (issue 24)."""
+    import io
+    import time
+
+    data, samples = suite
+    tag = f"pointfail-test/sparse:{os.getpid()}"
+    dockerfile = f'FROM {center}\nENTRYPOINT ["{PY}", "-c", {json.dumps(SPARSE)}]\n'
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none")
+    try:
+        job = tmp_path / "work" / "center" / "sheets"
+        t0 = time.monotonic()
+        with pytest.raises(cmod.ContainerFailed, match=r"responses.jsonl is 2147483648 bytes, over the cap of") as ei:
+            cmod.run_job(client, tag, family="center", job_dir=job, requests=_requests(samples), data_root=data,
+                         gpu=False, progress=False, log=lambda s: None, wall_clock_s=300)
+        assert time.monotonic() - t0 < 60 and not ei.value.timed_out
+        assert cmod.responses_cap(len(samples)) < 2 << 30
+    finally:
+        client.images.remove(tag, force=True)
+    fresh = tmp_path / "work2" / "center" / "sheets"
+    res = cmod.run_job(client, center, family="center", job_dir=fresh, requests=_requests(samples), data_root=data,
+                       gpu=False, progress=False, log=lambda s: None)
+    assert res.answered == len(samples)

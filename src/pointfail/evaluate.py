@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from pointfail.limits import MAX_RESPONSE_RAW_TEXT_CHARS
-from pointfail.replies import Reply, ReplyProblem
+from pointfail.replies import MAX_LISTED_PROBLEMS, Reply, ReplyProblem
 
 if TYPE_CHECKING:
     from pointfail.records import Outcome
@@ -111,8 +111,10 @@ class EvaluationResult:
         benchmark_samples: samples the benchmark has; ``records``: records written.
         kept: records kept unchanged from an earlier run (their judge verdicts with them).
         replies: counts of the replies file (see ``RepliesFile.counts``) plus ``unknown_id``.
-        problems: every line of the file not used as given, and every sample without a reply, in
-            file order then sample order (:class:`pointfail.replies.ReplyProblem`).
+        problems: the lines of the file not used as given, and the samples without a reply, in
+            file order then sample order (:class:`pointfail.replies.ReplyProblem`): the first
+            :data:`pointfail.replies.MAX_LISTED_PROBLEMS`; ``problems_left_off`` counts the rest
+            (``replies`` counts every one by kind), so memory and :data:`RESULT_FILE` stay bounded.
         outcomes: records by outcome (``hit``, ``miss``, ``no_prediction``, ``error``).
         judge: the judge used (``oracle``, ``ollama:<model>``) or ``None``; ``judge_report``: the stage
             report (``StageReport.to_dict``) or ``None``; ``judge_note``: why misses are not labeled
@@ -149,6 +151,7 @@ class EvaluationResult:
     report: list[Path] = field(default_factory=list)
     view: Optional[Path] = None
     notes: list[str] = field(default_factory=list)
+    problems_left_off: int = 0
     served: Optional[dict[str, Any]] = None
 
     @property
@@ -171,6 +174,7 @@ class EvaluationResult:
             "family": self.family, "frame": self.frame, "replies_file": str(self.replies_file),
             "scope": self.scope, "benchmark_samples": self.benchmark_samples, "records": self.records,
             "kept": self.kept, "replies": dict(self.replies), "problems": [p.to_dict() for p in self.problems],
+            "problems_left_off": self.problems_left_off,
             "outcomes": dict(self.outcomes), "judge": self.judge, "judge_report": self.judge_report,
             "judge_note": self.judge_note, "records_path": str(self.records_path),
             "tables_dir": str(self.tables_dir), "report": [str(p) for p in self.report],
@@ -291,6 +295,7 @@ def evaluate_replies(
         raise EvaluateError(f"--model {model!r}: use lower-case letters, digits, '.', '_' and '-' (e.g. {name!r})")
 
     data = Path(data_dir).resolve()
+    check_out_dir(Path(out_dir), data)
     samples = load_benchmark(benchmark, data)
     rf = read_replies(replies)
     if not samples:
@@ -356,6 +361,9 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
     missing = [s for s in chosen if s.sample_id not in used]
     problems += [ReplyProblem("-", "no_reply_for_sample", f"the sample has no reply in {rf.path.name}; "
                               "recorded as an error (no reply)", s.sample_id) for s in missing]
+    n_unknown = sum(1 for p in problems if p.kind == "unknown_id")
+    left_off = sum(rf.left_off.values()) + max(0, len(problems) - MAX_LISTED_PROBLEMS)
+    del problems[MAX_LISTED_PROBLEMS:]  # the first ones listed, the rest counted (replies counts by kind)
 
     out.mkdir(parents=True, exist_ok=True)
     notes = _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge, name, bench_name)
@@ -409,18 +417,20 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
         judge_client=judge_client, tolerance_px=tolerance_px, data=data, report=report, view=view,
         progress=progress, say=say)
     counts = rf.counts()
-    counts["unknown_id"] = sum(1 for p in problems if p.kind == "unknown_id")
+    counts["unknown_id"] = n_unknown
     counts["no_reply_for_sample"] = len(missing)
     result = EvaluationResult(
         out_dir=out, model=name, benchmark=bench_name, family=fam.name if fam else None, frame=frame,
         replies_file=rf.path, scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
-        replies=dict(sorted(counts.items())), problems=problems, outcomes=outcomes, judge=judge_name,
+        replies=dict(sorted(counts.items())), problems=problems, problems_left_off=left_off,
+        outcomes=outcomes, judge=judge_name,
         judge_report=judge_report, judge_note=judge_note, records_path=records_path, tables_dir=tables,
         failure_composition=composition, report=written, view=index, notes=notes,
     )
-    tmp = out / f".{RESULT_FILE}.tmp"
-    tmp.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out / RESULT_FILE)
+    from pointfail.safeio import atomic_write_bytes
+
+    atomic_write_bytes(out / RESULT_FILE, (json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n")
+                       .encode("utf-8"))
     return result
 
 
@@ -457,6 +467,21 @@ def _finish(*, out: Path, records: list, records_path: Path, kept: int, chosen: 
         index = build_site(out, image_roots=[data]).out_dir / "index.html"
         say(f"[evaluate] failure browser: {index}")
     return outcomes, judge_name, judge_report, judge_note, tables, composition, written, index
+
+
+def check_out_dir(out: Path, data: Path) -> None:
+    """Refuse an output folder that would overwrite or fill what it reads: ``out`` that exists and is
+    not a folder (the replies file itself included), or that is (or lies inside) the benchmark's data
+    folder.
+
+    Raises:
+        EvaluateError: one line naming the folder and why.
+    """
+    if out.exists() and not out.is_dir():
+        raise EvaluateError(f"--out {out}: exists and is not a folder; give a new or an earlier output folder")
+    o, d = out.resolve(), data.resolve()
+    if o == d or d in o.parents:
+        raise EvaluateError(f"--out {out}: inside the benchmark's data folder {data}; write the results elsewhere")
 
 
 def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
@@ -650,6 +675,7 @@ def evaluate_served(
     assert isinstance(spec, ServerModel)
 
     data = Path(data_dir).resolve()
+    check_out_dir(Path(out_dir), data)
     samples = load_benchmark(benchmark, data)
     if not samples:
         raise EvaluateError(f"{benchmark} at {data_dir}: no samples")
@@ -708,10 +734,13 @@ def evaluate_served(
         progress=progress, say=say)
     problems = [ReplyProblem("-", "error", rec.error or "error", rec.sample_id) for rec in records
                 if rec.outcome == "error"]
+    n_errors, left_off = len(problems), max(0, len(problems) - MAX_LISTED_PROBLEMS)
+    del problems[MAX_LISTED_PROBLEMS:]  # the first ones listed, the rest counted
     result = EvaluationResult(
         out_dir=out, model=name, benchmark=bench_name, family=fam.name, frame=None, replies_file=resp_path,
         scope=scope, benchmark_samples=len(samples), records=len(records), kept=kept,
-        replies={"entries": len(chosen), "replies": len(chosen), "errors": len(problems)}, problems=problems,
+        replies={"entries": len(chosen), "replies": len(chosen), "errors": n_errors}, problems=problems,
+        problems_left_off=left_off,
         outcomes=outcomes, judge=judge_name, judge_report=judge_report, judge_note=judge_note,
         records_path=records_path, tables_dir=tables, failure_composition=composition, report=written, view=index,
         notes=notes, served={k: v for k, v in vars(summary).items() if k != "error_reasons"},

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 SCHEMA_VERSION: Literal[1] = 1
 """Integer version of the record schema; bumped on any incompatible change."""
@@ -183,6 +183,9 @@ class ServedInfo(_Model):
             tokens: :func:`pointfail.served.inputs.image_token_rule`), when the family has a rule and
             the server reports usage; ``None`` otherwise. observed_size: ``[W, H]`` the token count
             implies (the model-input size the server used), when unique.
+        flags: what was repaired in the server's reply when it was read
+            (:mod:`pointfail.served.client`): ``invalid_unicode_replaced``, ``non_finite_usage_dropped``,
+            ``content_parts_joined``, ``content_parts_ignored``; left out of the JSON when empty.
     """
 
     api: Literal["openai-chat"] = "openai-chat"
@@ -200,6 +203,14 @@ class ServedInfo(_Model):
     system_prompt: bool = False
     observed_tokens: Optional[int] = None
     observed_size: Optional[list[int]] = None
+    flags: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _drop_no_flags(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("flags"):
+            data.pop("flags", None)
+        return data
 
 
 class Response(_Model):
@@ -305,6 +316,16 @@ class JudgeAttempt(_Model):
     reply: str
     verdict: str
     label: Optional[FailureMode] = None
+    flags: list[str] = Field(default_factory=list)
+    """What was repaired in the reply before it was read (``invalid_unicode_replaced``); left out of
+    the JSON when empty."""
+
+    @model_serializer(mode="wrap")
+    def _drop_no_flags(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("flags"):
+            data.pop("flags", None)
+        return data
 
 
 class Judgment(_Model):
@@ -376,6 +397,16 @@ class Record(_Model):
     other_judgments: list[Judgment] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
 
+    @model_validator(mode="after")
+    def _reply_repairs_are_parse_flags(self) -> "Record":
+        # text repaired when the reply was read (served.flags) is said where the parse is read
+        served = self.response.served
+        if served is not None and served.flags and self.parse is not None:
+            for f in served.flags:
+                if f not in self.parse.flags:
+                    self.parse.flags.append(f)
+        return self
+
     @model_serializer(mode="wrap")
     def _drop_absent_scene_graph(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
@@ -427,14 +458,52 @@ def write_records(path: str | Path, records: Iterable[Record]) -> int:
     The write is atomic (:func:`pointfail.safeio.atomic_write_bytes`: a temporary file beside
     ``path``, fsync, ``os.replace``, mode 0644): a crash or ``kill -9`` leaves the old file or the new
     one, never a prefix, and a symlink at ``path`` is replaced, not followed. Every record is
-    serialized before anything is written, so a record that cannot be written (NaN) raises with the
-    file untouched."""
+    serialized before anything is written. A record whose text is not valid Unicode (a lone surrogate
+    that reached it from outside) is written with that text repaired (:func:`repaired_json`), so one
+    bad record never costs the others (issue 24).
+
+    Raises:
+        OSError: the file cannot be written (disk full: the old file stays, the temporary is removed).
+    """
     from pointfail.safeio import atomic_write_bytes
 
     recs = sorted(records, key=lambda r: r.sample_id)
-    data = "".join(r.to_json() for r in recs).encode("utf-8")
-    atomic_write_bytes(path, data)
+    lines = []
+    for r in recs:
+        line = r.to_json()
+        try:
+            lines.append(line.encode("utf-8"))
+        except UnicodeEncodeError:
+            lines.append(repaired_json(r.model_dump(mode="json")).encode("utf-8"))
+    atomic_write_bytes(path, b"".join(lines))
     return len(recs)
+
+
+def repaired_json(obj: Any) -> str:
+    """:func:`canonical_json` of ``obj`` with every string (keys included) made valid Unicode
+    (:func:`pointfail.safeio.valid_text`: lone surrogates become U+FFFD). Iterative, so depth costs
+    no recursion in this walk."""
+    from pointfail.safeio import valid_text
+
+    def fix(v: Any) -> Any:
+        return valid_text(v)[0] if isinstance(v, str) else v
+
+    root: list[Any] = [obj]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, dict):
+            new = {fix(k): x for k, x in v.items()}
+            parent[key] = new
+            stack.extend((new, k) for k in new)
+        elif isinstance(v, list):
+            new_list = list(v)
+            parent[key] = new_list
+            stack.extend((new_list, i) for i in range(len(new_list)))
+        else:
+            parent[key] = fix(v)
+    return canonical_json(root[0])
 
 
 def append_jsonl(path: str | Path, obj: Any) -> None:

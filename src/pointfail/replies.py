@@ -25,7 +25,11 @@ Problems (:class:`ReplyProblem`, in file order), each with where it is and why:
   is the one used; every earlier one is listed as a duplicate, never silently replaced;
 * ``no_reply``: an object with an id but neither a text nor any coordinate key;
 * ``bad_model_input_size``: a ``model_input_size`` that is not two positive integers (the reply is
-  kept, without it).
+  kept, without it);
+* ``bad_coordinates``: a coordinate key holding a boolean (``[true, false]`` would read as pixel
+  ``(1, 0)``); none of the object's coordinates is used (its text, if any, still is).
+
+JSON nested too deeply for the parser is an ``unparseable`` problem, never a ``RecursionError``.
 
 Unknown ids (ids not in the benchmark) are found by the caller, who knows the benchmark
 (:meth:`RepliesFile.unknown`).
@@ -42,6 +46,7 @@ __all__ = [
     "COORDINATE_KEYS",
     "FRAMES",
     "MAX_LINE_BYTES",
+    "MAX_LISTED_PROBLEMS",
     "TEXT_KEYS",
     "RepliesError",
     "RepliesFile",
@@ -71,6 +76,9 @@ MAX_LINE_BYTES = 8 << 20
 MAX_LIST_BYTES = 512 << 20
 """Bytes of a file in the JSON-list layout (read whole); a larger one must be JSONL."""
 
+MAX_LISTED_PROBLEMS = 1000
+"""Problems listed one by one (in memory, in ``evaluation.json``); the rest are counted by kind."""
+
 EXCERPT_CHARS = 160
 """Characters of a problem line kept in :attr:`ReplyProblem.excerpt`."""
 
@@ -86,7 +94,7 @@ class ReplyProblem:
 
     Attributes:
         where: ``"line 12"`` (JSONL) or ``"item 3"`` (JSON list), 1-based.
-        kind: ``unparseable``, ``not_an_object``, ``no_id``, ``bad_id``, ``duplicate_id``, ``no_reply``,
+        kind: ``unparseable``, ``not_an_object``, ``no_id``, ``bad_id``, ``duplicate_id``, ``no_reply``, ``bad_coordinates``,
             ``bad_model_input_size``, or (from callers) ``unknown_id`` and others they add.
         sample_id: the id when there is one.
         detail: why, in words.
@@ -146,7 +154,8 @@ class RepliesFile:
         layout: ``jsonl`` or ``json_list``.
         entries: non-blank lines (JSONL) or list items (JSON list).
         replies: usable replies by id (the last object per id), in file order of their last object.
-        problems: every entry not used as given, in file order.
+        problems: the first :data:`MAX_LISTED_PROBLEMS` entries not used as given, in file order.
+        left_off: problems past those, counted by kind (never listed, never held).
     """
 
     path: Path
@@ -154,6 +163,15 @@ class RepliesFile:
     entries: int = 0
     replies: dict[str, Reply] = field(default_factory=dict)
     problems: list[ReplyProblem] = field(default_factory=list)
+    left_off: dict[str, int] = field(default_factory=dict)
+
+    def add(self, problem: ReplyProblem) -> None:
+        """List ``problem``, or, past :data:`MAX_LISTED_PROBLEMS`, only count it in ``left_off`` by
+        kind (memory stays bounded however many lines are bad)."""
+        if len(self.problems) < MAX_LISTED_PROBLEMS:
+            self.problems.append(problem)
+        else:
+            self.left_off[problem.kind] = self.left_off.get(problem.kind, 0) + 1
 
     def unknown(self, known_ids: set[str] | frozenset[str]) -> list[ReplyProblem]:
         """An ``unknown_id`` problem for each reply whose id is not in ``known_ids`` (file order)."""
@@ -169,6 +187,8 @@ class RepliesFile:
                "with_coordinates_only": sum(1 for r in self.replies.values() if r.text is None)}
         for p in self.problems:
             out[p.kind] = out.get(p.kind, 0) + 1
+        for kind, n in self.left_off.items():
+            out[kind] = out.get(kind, 0) + n
         return dict(sorted(out.items()))
 
 
@@ -180,7 +200,7 @@ def _valid_unicode(value: Any) -> bool:
     """Whether every string in a JSON value encodes to UTF-8 (a lone surrogate from ``\\ud800`` does not)."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
+    except (UnicodeEncodeError, RecursionError):
         return False
     return True
 
@@ -188,26 +208,35 @@ def _valid_unicode(value: Any) -> bool:
 def _classify(rf: RepliesFile, where: str, obj: Any, raw: str) -> None:
     excerpt = _excerpt(raw.strip())
     if not isinstance(obj, dict):
-        rf.problems.append(ReplyProblem(where, "not_an_object", f"expected a JSON object, got {type(obj).__name__}",
+        rf.add(ReplyProblem(where, "not_an_object", f"expected a JSON object, got {type(obj).__name__}",
                                         excerpt=excerpt))
         return
     if not _valid_unicode(obj):
-        rf.problems.append(ReplyProblem(where, "unparseable", "a string holds a lone surrogate (not valid Unicode)",
+        rf.add(ReplyProblem(where, "unparseable", "a string holds a lone surrogate (not valid Unicode)",
                                         excerpt=excerpt.encode("utf-8", "replace").decode("utf-8")))
         return
     if "id" not in obj:
-        rf.problems.append(ReplyProblem(where, "no_id", "the object has no \"id\"", excerpt=excerpt))
+        rf.add(ReplyProblem(where, "no_id", "the object has no \"id\"", excerpt=excerpt))
         return
     raw_id = obj["id"]
     if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        rf.problems.append(ReplyProblem(where, "bad_id", f"\"id\" must be a string or an integer, got "
+        rf.add(ReplyProblem(where, "bad_id", f"\"id\" must be a string or an integer, got "
                                         f"{type(raw_id).__name__}", excerpt=excerpt))
         return
     sid = str(raw_id)
     text = next((obj[k] for k in TEXT_KEYS if isinstance(obj.get(k), str)), None)
     coords = {k: obj[k] for k in COORDINATE_KEYS if k in obj}
+    booleans = sorted(k for k, v in coords.items()
+                      if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)))
+    if booleans:  # JSON true/false would read as 1/0 through float(): never a coordinate here
+        rf.add(ReplyProblem(where, "bad_coordinates", f"booleans are not coordinates "
+                                        f"({', '.join(booleans)}); no coordinate of this object is used", sid,
+                                        excerpt))
+        coords = {}
+        if text is None:
+            return
     if text is None and not coords:
-        rf.problems.append(ReplyProblem(where, "no_reply", f"neither a text ({', '.join(TEXT_KEYS)}) nor "
+        rf.add(ReplyProblem(where, "no_reply", f"neither a text ({', '.join(TEXT_KEYS)}) nor "
                                         f"coordinates ({', '.join(COORDINATE_KEYS)})", sid, excerpt))
         return
     mis = obj.get("model_input_size")
@@ -215,13 +244,13 @@ def _classify(rf: RepliesFile, where: str, obj: Any, raw: str) -> None:
         ok = (isinstance(mis, list) and len(mis) == 2
               and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in mis))
         if not ok:
-            rf.problems.append(ReplyProblem(where, "bad_model_input_size", "model_input_size must be [W, H], "
+            rf.add(ReplyProblem(where, "bad_model_input_size", "model_input_size must be [W, H], "
                                             "two positive integers; the reply is used without it", sid, excerpt))
             mis = None
     prompt = obj.get("prompt") if isinstance(obj.get("prompt"), str) else None
     earlier = rf.replies.pop(sid, None)
     if earlier is not None:
-        rf.problems.append(ReplyProblem(earlier.where, "duplicate_id", f"the id appears again at {where}; "
+        rf.add(ReplyProblem(earlier.where, "duplicate_id", f"the id appears again at {where}; "
                                         "the last one is used (as PointerBench's scorer does)", sid,
                                         _excerpt(json.dumps(earlier.obj, ensure_ascii=False))))
     rf.replies[sid] = Reply(sid, where, text, coords, list(mis) if mis else None, prompt, obj)
@@ -252,8 +281,8 @@ def read_replies(path: str | Path) -> RepliesFile:
                 data = f.read()
                 try:
                     items = json.loads(data.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    items = None  # not one JSON list after all: read it line by line below
+                except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                    items = None  # not one JSON list after all (or nested too deeply): read it line by line
                 if isinstance(items, list):
                     rf = RepliesFile(p, "json_list")
                     for i, obj in enumerate(items, 1):
@@ -279,7 +308,7 @@ def _read_jsonl(p: Path, f: Any) -> RepliesFile:
             while chunk and not chunk.endswith(b"\n"):  # read past the rest of the line, keeping nothing
                 chunk = f.readline(1 << 20)
             rf.entries += 1
-            rf.problems.append(ReplyProblem(where, "unparseable", f"line longer than {MAX_LINE_BYTES} bytes"))
+            rf.add(ReplyProblem(where, "unparseable", f"line longer than {MAX_LINE_BYTES} bytes"))
             continue
         if not chunk.strip():
             continue
@@ -287,13 +316,17 @@ def _read_jsonl(p: Path, f: Any) -> RepliesFile:
         try:
             line = chunk.decode("utf-8")
         except UnicodeDecodeError as e:
-            rf.problems.append(ReplyProblem(where, "unparseable", f"not UTF-8 ({e.reason} at byte {e.start})",
+            rf.add(ReplyProblem(where, "unparseable", f"not UTF-8 ({e.reason} at byte {e.start})",
                                             excerpt=_excerpt(chunk.decode("utf-8", "replace").strip())))
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            rf.problems.append(ReplyProblem(where, "unparseable", f"not JSON: {e.msg} (column {e.colno})",
+            rf.add(ReplyProblem(where, "unparseable", f"not JSON: {e.msg} (column {e.colno})",
+                                            excerpt=_excerpt(line.strip())))
+            continue
+        except RecursionError:
+            rf.add(ReplyProblem(where, "unparseable", "JSON nested too deeply to read",
                                             excerpt=_excerpt(line.strip())))
             continue
         _classify(rf, where, obj, line)

@@ -41,7 +41,25 @@ __all__ = [
     "atomic_write_bytes",
     "fsync_dir",
     "check_regular_path",
+    "valid_text",
+    "os_error_line",
+    "INVALID_UNICODE_FLAG",
 ]
+
+INVALID_UNICODE_FLAG = "invalid_unicode_replaced"
+"""The flag recorded when text from outside held lone surrogates (a JSON ``"\\udcff"`` escape) and
+they were replaced by U+FFFD so the record encodes as UTF-8."""
+
+
+def valid_text(text: str) -> tuple[str, bool]:
+    """``text`` made valid Unicode for UTF-8: every lone surrogate (U+D800..U+DFFF not part of a pair,
+    as ``json.loads`` returns for ``"\\udcff"``) replaced by U+FFFD; ``True`` when something was
+    replaced. Linear time; valid text is returned as is (one encode to check)."""
+    try:
+        text.encode("utf-8")
+        return text, False
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), True
 
 
 class UnsafeFileError(ValueError):
@@ -207,7 +225,8 @@ def atomic_write_bytes(path: PathLike, data: bytes, *, mode: int = 0o644) -> Non
     Creates the parent directory when missing.
 
     Raises:
-        OSError: the directory is not writable or the disk is full (the temporary file is removed).
+        OSError: the directory is not writable or the disk is full (the temporary file is removed;
+            the error names ``path``).
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -219,10 +238,25 @@ def atomic_write_bytes(path: PathLike, data: bytes, *, mode: int = 0o644) -> Non
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and e.filename is None:  # a full disk: say which file could not be written
+            raise OSError(e.errno, e.strerror or str(e), str(p)) from e
         raise
     fsync_dir(p.parent)
+
+
+def os_error_line(e: OSError) -> str:
+    """One line for an ``OSError`` from writing or reading a file (disk full, read-only, permission):
+    the file and the system's reason, e.g. ``cannot write records/s/m/b.jsonl: No space left on
+    device``. For the commands' top level, so a full disk is one line and exit status, not a
+    traceback (the writes themselves are atomic: nothing is half-written)."""
+    import errno as _errno
+
+    name = e.filename if e.filename is not None else None
+    reason = e.strerror or str(e) or type(e).__name__
+    verb = "cannot write" if e.errno in (_errno.ENOSPC, _errno.EROFS, _errno.EDQUOT, _errno.EFBIG) else "cannot use"
+    return f"{verb} {name}: {reason}" if name else f"{verb} a file: {reason}"

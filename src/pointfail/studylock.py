@@ -78,6 +78,8 @@ def read_lock(path: str | Path) -> dict[str, Any]:
         data = json.loads(read_regular_file(p, 16 * MAX_STUDY_BYTES).decode("utf-8"))
     except (OSError, ValueError) as e:  # UnsafeFileError is a ValueError (a FIFO, a device, too large)
         raise LockError(f"{p}: cannot read the study lock: {e}") from None
+    except RecursionError:
+        raise LockError(f"{p}: cannot read the study lock: JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise LockError(f"{p}: not a {SCHEMA} file")
     problems = []

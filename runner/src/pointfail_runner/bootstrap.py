@@ -117,13 +117,56 @@ def _pip(py: Path, args: list[str], what: str) -> None:
         raise BootstrapError(f"pip {what} failed (exit {proc.returncode}); see pip's message above")
 
 
-def extract_bundle_wheels(bundle: Path, dest: Path) -> Path:
-    """Copy the bundle's ``host-wheels/*.whl`` into ``dest`` (reading the archive only until its
-    host-wheel folder ends: it comes first). Only plain files with a wheel name are taken.
+def check_bundle_digest(bundle: Path) -> str:
+    """Check ``bundle`` against the ``<bundle>.sha256`` written beside it by ``make bundle`` (one line,
+    ``<64 hex>  <file name>``, as ``sha256sum`` writes it) before anything reads the archive as an
+    archive: the sums inside the bundle are checked later, but they travel with it, so only this
+    outer digest can show that the file is the one that was made. Returns the digest.
+
+    The ``.sha256`` file travels with the bundle too: compare the digest printed here with the one
+    published with the artifact (``artifact.md``, "Archival bundle"), or run ``sha256sum <bundle>``
+    and compare by eye.
 
     Raises:
-        BootstrapError: not a bundle archive, or it holds no host wheels.
+        BootstrapError: no ``.sha256`` file, one that is not a single ``<digest>  <name>`` line for
+            this file name, or a digest that differs (both shown).
     """
+    bundle = Path(bundle)
+    side = bundle.with_name(bundle.name + ".sha256")
+    try:
+        text = side.read_bytes()[:4096].decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        raise BootstrapError(f"{bundle}: no {side.name} beside it; keep the .sha256 that make bundle wrote with "
+                             "the bundle (and compare its digest with the one published in artifact.md)") from None
+    except OSError as e:
+        raise BootstrapError(f"{side}: cannot read it ({e.strerror or e})") from None
+    digest, _, name = text.partition("  ")
+    digest = digest.lower()
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or name.lstrip("*") != bundle.name:
+        raise BootstrapError(f"{side}: not one '<sha256>  {bundle.name}' line")
+    h = hashlib.sha256()
+    try:
+        with open(bundle, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise BootstrapError(f"{bundle}: cannot read it ({e.strerror or e})") from None
+    if h.hexdigest() != digest:
+        raise BootstrapError(f"{bundle}: sha256 {h.hexdigest()} differs from {digest} in {side.name}; the bundle "
+                             "is not the one that was made (nothing was read from it)")
+    return digest
+
+
+def extract_bundle_wheels(bundle: Path, dest: Path) -> Path:
+    """Copy the bundle's ``host-wheels/*.whl`` into ``dest`` (reading the archive only until its
+    host-wheel folder ends: it comes first), after :func:`check_bundle_digest`. Only plain files with
+    a wheel name are taken.
+
+    Raises:
+        BootstrapError: the outer digest does not match, not a bundle archive, or it holds no host wheels.
+    """
+    digest = check_bundle_digest(bundle)
+    _say(f"{bundle}: sha256 {digest} matches its .sha256; compare it with the digest published in artifact.md")
     dest.mkdir(parents=True, exist_ok=True)
     n = 0
     seen = False

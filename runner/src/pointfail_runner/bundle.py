@@ -15,7 +15,11 @@
     pointfail-<study>/images.tar.gz        `docker save` of the base and every image the study uses
                                            (layers shared between images stored once)
 
-plus ``<bundle>.sha256`` beside it. ``make reproduce BUNDLE=path`` (:func:`open_bundle`, then
+plus ``<bundle>.sha256`` beside it. ``make reproduce BUNDLE=path`` first checks the bundle against
+``<bundle>.sha256`` before reading a byte of it as an archive
+(:func:`pointfail_runner.bootstrap.check_bundle_digest`: the sums inside travel with the archive, so a
+modified bundle with regenerated sums would pass them; compare the digest it prints with the one
+published in ``artifact.md``), then (:func:`open_bundle`, then
 :func:`pointfail_runner.reproduce.reproduce`) checks every sum, loads the images into the engine,
 restores the data and runs every stage with those images: no Debian mirror, no Python index and no
 registry are contacted (the Makefile fills its venv from ``host-wheels/`` with ``pip --no-index``).
@@ -273,14 +277,25 @@ def _safe_members(tar: tarfile.TarFile, folder: str):
         yield m
 
 
-def unpack(bundle: Path, dest: Path) -> Path:
-    """Unpack ``bundle`` into ``dest`` (members checked by :func:`_safe_members`), verify every
-    ``SHA256SUMS`` line and that no unlisted file is present, and return the bundle's folder.
+def unpack(bundle: Path, dest: Path, log: Optional[Callable[[str], None]] = None) -> Path:
+    """Check ``<bundle>.sha256`` (:func:`pointfail_runner.bootstrap.check_bundle_digest`), then unpack
+    ``bundle`` into ``dest`` (members checked by :func:`_safe_members`), verify every ``SHA256SUMS``
+    line and that no unlisted file is present, and return the bundle's folder.
 
     Raises:
-        BundleError: unreadable archive, unsafe member, a missing or mismatching file.
+        BundleError: a missing or differing outer digest, unreadable archive, unsafe member, a
+            missing or mismatching file.
     """
+    from .bootstrap import BootstrapError, check_bundle_digest
+
     bundle = Path(bundle)
+    try:
+        digest = check_bundle_digest(bundle)  # the outer digest first: not a byte is read as an archive before it
+    except BootstrapError as e:
+        raise BundleError(str(e)) from None
+    if log is not None:
+        log(f"[bundle] {bundle}: sha256 {digest} matches {bundle.name}.sha256 (compare it with the digest "
+            "published in artifact.md)")
     extra: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     try:
         with tarfile.open(bundle, "r:") as tar:
@@ -328,7 +343,7 @@ def open_bundle(client, repo: Path, bundle: Path, study_name: str, *, log: Calla
         shutil.rmtree(work)
     work.mkdir(parents=True)
     t0 = time.monotonic()
-    root = unpack(bundle, work)
+    root = unpack(bundle, work, log)
     index = json.loads((root / "index.json").read_text())
     log(f"[bundle] {bundle}: {index['files']} files, every sha256 matches ({time.monotonic() - t0:.0f} s)")
     if index.get("study") != study_name:

@@ -17,7 +17,9 @@ the container can write is ever a path the runner writes through, follows or cha
   (``fchown``), never by path; nothing inside it is chowned, chmodded, followed or written by the
   runner. Its responses file is read with :func:`pointfail.jobs.read_responses`: a symlink, FIFO or
   device planted there is refused with a clear error, a hostile line becomes an explained error for
-  its sample.
+  its sample. Its size is capped (:func:`responses_cap`) and watched while the container runs, inside
+  its wall clock: a container whose file grows past the cap (a sparse file costs it nothing) is killed
+  then, and the file is refused before the runner reads a byte of it.
 * **Model containers see only the images.** Each request's image is copied (or hard-linked when the
   file is already world-readable on the same disk) into ``images/`` under a neutral name, after
   checking that its resolved path is inside the benchmark's data folder. The benchmark's metadata
@@ -58,6 +60,35 @@ JOB_MOUNT = "/job"
 REQUESTS_MOUNT = "/requests"
 IMAGES_MOUNT = "/images"
 WEIGHTS_MOUNT = "/weights"
+
+MAX_RESPONSES_BYTES = 1 << 30
+"""Bytes a container's ``responses.jsonl`` may hold at most (1 GiB), whatever the job's size."""
+
+
+def responses_cap(n_samples: int) -> int:
+    """The size cap of one job's responses file in bytes: one line of at most
+    :data:`~pointfail.limits.MAX_RESPONSE_LINE_BYTES` per requested sample plus 64 MiB, at most
+    :data:`MAX_RESPONSES_BYTES`. A container that writes more (a sparse file costs it nothing and the
+    host a full read) is killed while it runs, or its file refused before the runner reads a byte."""
+    from pointfail.limits import MAX_RESPONSE_LINE_BYTES
+
+    return min(MAX_RESPONSES_BYTES, max(1, n_samples) * MAX_RESPONSE_LINE_BYTES + (64 << 20))
+
+
+def _over_cap(wanted: "dict[Path, set[str]]") -> Optional[str]:
+    """Why a responses file of ``wanted`` is over its :func:`responses_cap` (``lstat``: a link is not
+    followed), or ``None``."""
+    for f, ids in wanted.items():
+        try:
+            size = os.lstat(f).st_size
+        except OSError:
+            continue
+        cap = responses_cap(len(ids))
+        if size > cap:
+            return (f"{f} is {size} bytes, over the cap of {cap} bytes for {len(ids)} samples; not read "
+                    f"(remove {f.parent} to start the job afresh)")
+    return None
+
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 
@@ -140,17 +171,19 @@ class JobResult:
     problems: list[str] = field(default_factory=list)
 
 
-def answered_ids(responses: Path) -> set[str]:
+def answered_ids(responses: Path, wanted: Optional[set[str]] = None) -> set[str]:
     """Sample ids with a response line (answers, error responses and explained invalid lines alike)
     in ``responses`` (:func:`pointfail.jobs.read_responses`). A final line cut short by a kill is
-    ignored.
+    ignored. With ``wanted``, at most :func:`responses_cap` bytes are read (the rest is not).
 
     Raises:
         pointfail.jobs.JobFileError: the file is a symlink or not a regular file.
     """
     from pointfail.jobs import read_responses
 
-    return read_responses(responses).answered
+    if wanted is None:
+        return read_responses(responses).answered
+    return read_responses(responses, wanted, max_total_bytes=responses_cap(len(wanted))).answered
 
 
 def host_has_gpu() -> bool:
@@ -667,6 +700,11 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
                 container.kill()
                 exit_code = None
                 break
+            over = _over_cap(wanted)
+            if over is not None:  # killed while it runs: the host never reads past the cap
+                container.kill()
+                exit_code = None
+                break
             time.sleep(0.25)
         streamer.join(timeout=5)
         bar.update(sum(p.poll() for p in progs))
@@ -680,8 +718,11 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
                 pass
     seconds = round(time.monotonic() - t0, 3)
     tail = list(sink.tail)[-20:]
+    over = _over_cap(wanted)  # checked again after the exit, before a byte is read
+    if over is not None:
+        raise ContainerFailed(f"{family}: {over}", exit_code=exit_code, timed_out=False, log_tail=tail)
     try:
-        answered = sum(len(answered_ids(f) & ids) for f, ids in wanted.items())
+        answered = sum(len(answered_ids(f, ids) & ids) for f, ids in wanted.items())
     except JobFileError as e:
         raise ContainerFailed(f"{family}: {e}", exit_code=exit_code, timed_out=timed_out, log_tail=tail) from None
     where = paths.out if len(wanted) > 1 else next(iter(wanted))

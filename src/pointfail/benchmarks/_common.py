@@ -97,6 +97,8 @@ def read_json(path: Path, benchmark: str) -> Any:
         raise BenchmarkError(benchmark, [f"{path}:{e.lineno}: not valid JSON: {e.msg}"], [str(path)]) from None
     except UnicodeDecodeError as e:
         raise BenchmarkError(benchmark, [f"{path}: not UTF-8: {e}"], [str(path)]) from None
+    except RecursionError:
+        raise BenchmarkError(benchmark, [f"{path}: JSON nested too deeply to read"], [str(path)]) from None
 
 
 def read_jsonl(path: Path, benchmark: str) -> list[tuple[int, Any]]:
@@ -116,6 +118,8 @@ def read_jsonl(path: Path, benchmark: str) -> list[tuple[int, Any]]:
                 out.append((i, json.loads(line)))
             except json.JSONDecodeError as e:
                 raise BenchmarkError(benchmark, [f"{path}:{i}: not valid JSON: {e.msg}"], [str(path)]) from None
+            except RecursionError:
+                raise BenchmarkError(benchmark, [f"{path}:{i}: JSON nested too deeply to read"], [str(path)]) from None
     return out
 
 

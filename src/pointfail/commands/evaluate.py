@@ -190,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, StageBusy) as e:
         print(f"pointfail evaluate: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # disk full, read-only folder: one line naming the file; writes are atomic
+        from pointfail.safeio import os_error_line
+
+        print(f"pointfail evaluate: {os_error_line(e)}", file=sys.stderr)
+        return 1
     _print(res)
     if served and res.errors:
         print(f"pointfail evaluate: {res.errors} of {res.records} samples ended in an error (listed above; all in "
@@ -215,8 +220,9 @@ def _print(res) -> None:
     print(line)
     for p in res.problems[:SHOW_PROBLEMS]:
         print(f"  {p}")
-    if len(res.problems) > SHOW_PROBLEMS:
-        print(f"  ... {len(res.problems) - SHOW_PROBLEMS} more in {res.out_dir / 'evaluation.json'}")
+    more = max(0, len(res.problems) - SHOW_PROBLEMS) + res.problems_left_off
+    if more:
+        print(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
     print("outcomes: " + ", ".join(f"{k} {v}" for k, v in res.outcomes.items()))
     if res.judge_report:
         d = res.judge_report

@@ -34,7 +34,7 @@ def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> 
     p.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"], help="generation seed; attempt k uses seed + k - 1")
     p.add_argument("--num-ctx", type=int, default=DEFAULT_OPTIONS["num_ctx"], help="context size in tokens")
     p.add_argument("--num-predict", type=int, default=DEFAULT_OPTIONS["num_predict"], help="reply length cap in tokens")
-    p.add_argument("--timeout", type=float, default=300.0, help="HTTP timeout per request, seconds")
+    p.add_argument("--timeout", type=float, default=300.0, help="total deadline of one HTTP request, seconds (connect, headers and the whole body)")
     p.add_argument("--transport-retries", type=int, default=6,
                    help="retries of one request after a transport failure (server error, timeout, dropped connection)")
     p.add_argument("--no-schema", action="store_true", help="do not send the structured-output schema")
@@ -262,6 +262,8 @@ def _judge(args: argparse.Namespace) -> int:
         print(f"pointfail judge: {len(judges)} judges ({', '.join(j.name for j in judges)}) cannot all be the primary "
               "judge: use --role other, or one annotator's labels", file=sys.stderr)
         return 2
+    from pointfail.safeio import os_error_line
+
     problems = sorted({p for j in judges for p in getattr(j, "problems", [])})
     reports = []
     for judge in judges:
@@ -270,6 +272,9 @@ def _judge(args: argparse.Namespace) -> int:
                                  progress=not args.no_progress and sys.stderr.isatty())
         except (RecordError, StageBusy) as e:
             print(f"pointfail judge: {e}", file=sys.stderr)
+            return 1
+        except OSError as e:  # disk full: one line naming the file; the records file is written atomically
+            print(f"pointfail judge: {os_error_line(e)}", file=sys.stderr)
             return 1
         reports.append(report.to_dict())
     consistency = None
@@ -286,6 +291,9 @@ def _judge(args: argparse.Namespace) -> int:
                                   progress=not args.no_progress and sys.stderr.isatty())
             except (RecordError, StageBusy) as e:
                 print(f"pointfail judge: {e}", file=sys.stderr)
+                return 1
+            except OSError as e:
+                print(f"pointfail judge: {os_error_line(e)}", file=sys.stderr)
                 return 1
             reports.append(rep.to_dict())
         consistency = self_consistency(collect_units(root), judges[0].name)
@@ -336,18 +344,42 @@ def format_consistency(c: "dict[str, Any]") -> str:
 
 def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str]:
     """``None`` when something answers HTTP at the judge's host, else why not (one line). A refused
-    connection fails at once here, instead of after the client's transport retries."""
+    connection fails at once here, instead of after the client's transport retries. Only the status
+    line and headers are read, within a total deadline of ``timeout_s`` seconds, through the bounded
+    transport (:func:`pointfail.served.bounded.http_client`), so a server that drips or sends an
+    endless body cannot hold the check; a redirect is refused (never followed)."""
+    import asyncio
+
     import httpx
 
     from pointfail.judge.client import resolve_host
+    from pointfail.served.bounded import Redirected, ReplyTooLarge, http_client
+    from pointfail.served.transport import describe
 
     url = resolve_host(host)
+
+    async def probe() -> None:
+        async with http_client(deadline_s=timeout_s, max_body_bytes=1 << 16, concurrency=1) as client:
+            async with client.stream("GET", url):
+                return None  # the headers came: something answers HTTP; the body is not read
+
     try:
-        httpx.get(url, timeout=timeout_s)
+        asyncio.run(probe())
     except httpx.ConnectError as e:
-        return f"cannot connect to the judge at {url} ({e}); start Ollama (ollama serve) or pass --host URL"
+        import os
+
+        from pointfail.served.transport import exception_chain
+
+        # the system's own words ("[Errno 111] Connection refused") where the chain has them
+        why: object = next((f"[Errno {c.errno}] {os.strerror(c.errno)}" for c in exception_chain(e)
+                            if isinstance(c, OSError) and c.errno), e)
+        return f"cannot connect to the judge at {url} ({why}); start Ollama (ollama serve) or pass --host URL"
+    except Redirected as e:
+        return f"the judge at {url} redirects ({e})"
+    except ReplyTooLarge:
+        return None  # it answered; the size of that answer is the requests' concern
     except httpx.HTTPError as e:
-        return f"the judge at {url} did not answer ({type(e).__name__}: {e})"
+        return f"the judge at {url} did not answer ({describe(e)})"
     return None
 
 

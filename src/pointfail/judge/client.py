@@ -44,7 +44,8 @@ from pointfail.judge.miss import Miss
 from pointfail.judge.protocol import LABEL_SCHEMA, MAX_LABEL_ATTEMPTS, build_prompt, cap_reply, read_label
 from pointfail.judge.settings import DEFAULT_HOST, DEFAULT_MODEL, DEFAULT_OPTIONS
 from pointfail.records import JudgeAttempt, Judgment, JudgeStatus
-from pointfail.served.transport import FailureCount, ServerDown
+from pointfail.safeio import INVALID_UNICODE_FLAG, valid_text
+from pointfail.served.transport import DEFAULT_MAX_BODY_BYTES, FailureCount, ServerDown
 
 def resolve_host(host: Optional[str] = None) -> str:
     """The judge host: ``host`` if given, else ``$OLLAMA_HOST``, else :data:`DEFAULT_HOST`."""
@@ -52,15 +53,14 @@ def resolve_host(host: Optional[str] = None) -> str:
 
 
 def is_transport_error(exc: BaseException) -> bool:
-    """True for failures worth retrying: ``ollama.ResponseError`` with status >= 500 or 429, the
-    ``ConnectionError`` ollama raises for a refused connection, and any ``httpx.TransportError``
-    (timeouts, dropped connections, protocol errors)."""
-    import httpx
-    import ollama
+    """True for failures worth retrying, by the one classification every client shares
+    (:func:`pointfail.served.transport.classify`): ``ollama.ResponseError`` with status >= 500, 429,
+    408 or 409, the ``ConnectionError`` ollama raises for a refused connection, timeouts and the total
+    deadline, dropped connections, protocol errors, a body that is not JSON; not a redirect or a body
+    over the cap (final)."""
+    from pointfail.served.transport import is_retryable
 
-    if isinstance(exc, ollama.ResponseError):
-        return exc.status_code >= 500 or exc.status_code == 429
-    return isinstance(exc, (ConnectionError, httpx.TransportError))
+    return is_retryable(exc)
 
 
 @dataclass
@@ -92,7 +92,10 @@ class ChatJudge:
         max_attempts: label attempts per miss (5, the study's).
         transport_retries: retries of one request after a transport failure.
         backoff_initial, backoff_max: exponential backoff in seconds.
-        timeout_s: HTTP timeout per request in seconds.
+        timeout_s: total deadline of one HTTP request in seconds, wall clock (connect, headers and
+            body: :class:`pointfail.served.bounded.BoundedTransport`).
+        max_body_bytes: byte cap on one response body (over it: that miss is ``judge_unavailable``
+            with the reason, not retried).
         use_schema: send :data:`~pointfail.judge.protocol.LABEL_SCHEMA` as the structured-output schema.
     """
 
@@ -105,6 +108,7 @@ class ChatJudge:
     backoff_max: float = 30.0
     timeout_s: float = 300.0
     use_schema: bool = True
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -130,8 +134,9 @@ class ChatJudge:
         raise NotImplementedError
 
     def is_transport_error(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is a transport failure (retried, counted apart from label attempts)."""
-        raise NotImplementedError
+        """Whether ``exc`` is a transport failure (retried, counted apart from label attempts): the
+        classification every client shares (:func:`pointfail.served.transport.classify`)."""
+        return is_transport_error(exc)
 
     def down_reason(self, exc: BaseException) -> Optional[str]:
         """For a failure that is not a transport failure: the reason to mark the judge down (e.g. the
@@ -147,9 +152,9 @@ class ChatJudge:
     async def _server_info(self) -> ServerInfo:
         return ServerInfo()
 
-    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> str:
+    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> tuple[str, list[str]]:
         """Send one label request (``options``: this attempt's options, seed advanced) and return the
-        reply text."""
+        reply text and the flags of what was repaired in it when it was read."""
         raise NotImplementedError
 
     def _detail_prefix(self) -> Optional[str]:
@@ -287,13 +292,15 @@ class ChatJudge:
             if "seed" in opts:
                 opts["seed"] = int(opts["seed"]) + k - 1
             try:
-                reply = await self._call(lambda: self._request(prompt, png, opts), counter)
+                reply, flags = await self._call(lambda: self._request(prompt, png, opts), counter)
             except ServerDown as e:
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=str(e)
                 )
             except Exception as e:
-                reason = f"{type(e).__name__}: {e}"
+                from pointfail.served.transport import describe
+
+                reason = describe(e)  # the server's own message kept, the bound that fired named
                 if self.is_transport_error(e):
                     self._down = f"server unavailable at {self.where} after {counter.n} transport failures ({reason})"
                 else:
@@ -301,8 +308,12 @@ class ChatJudge:
                 return self._judgment(
                     "judge_unavailable", attempts=attempts, transport_failures=counter.n, detail=reason
                 )
+            reply, repaired = valid_text(reply)  # a lone surrogate never reaches the records file
+            if repaired:
+                flags = [*flags, INVALID_UNICODE_FLAG]
             label, verdict = read_label(reply)  # reads at most MAX_JUDGE_REPLY_CHARS
-            attempts.append(JudgeAttempt(attempt=k, reply=cap_reply(reply), verdict=verdict, label=label))
+            attempts.append(JudgeAttempt(attempt=k, reply=cap_reply(reply), verdict=verdict, label=label,
+                                         flags=sorted(set(flags))))
             if label is not None:
                 return self._judgment("labeled", label=label, attempts=attempts, transport_failures=counter.n)
         return self._judgment(
@@ -384,9 +395,6 @@ class OllamaJudge(ChatJudge):
     def where(self) -> str:
         return str(self.host)
 
-    def is_transport_error(self, exc: BaseException) -> bool:
-        return is_transport_error(exc)
-
     def down_reason(self, exc: BaseException) -> Optional[str]:
         import ollama
 
@@ -397,7 +405,7 @@ class OllamaJudge(ChatJudge):
     def _detail_prefix(self) -> Optional[str]:
         return f"ollama {self.info.version}" if self.info.version else None
 
-    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> str:
+    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> tuple[str, list[str]]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": prompt, "images": [png]}],
                                   "options": options}
         if self.use_schema:
@@ -405,7 +413,8 @@ class OllamaJudge(ChatJudge):
         if self.think is not None:
             kwargs["think"] = self.think
         resp = await self._client.chat(**kwargs)
-        return (resp.message.content or "") if resp.message is not None else ""
+        content = resp.message.content if resp.message is not None else None
+        return (content if isinstance(content, str) else ""), []
 
     @property
     def name(self) -> str:
@@ -424,10 +433,15 @@ class OllamaJudge(ChatJudge):
         import httpx
         import ollama
 
+        from pointfail.served.bounded import transport_for
+
+        # the ollama SDK passes these to its httpx.AsyncClient: our bounded transport, and no redirects
+        # (the SDK's own default follows them, to any host)
         return ollama.AsyncClient(
             host=self.host,
+            follow_redirects=False,
             timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-            limits=httpx.Limits(max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2),
+            transport=transport_for(self.timeout_s, self.max_body_bytes, self.concurrency),
         )
 
     async def _server_info(self) -> ServerInfo:
@@ -440,13 +454,17 @@ class OllamaJudge(ChatJudge):
             names = {self.model, f"{self.model}:latest"} if ":" not in self.model else {self.model}
             for m in tags.models:
                 if m.model in names:
-                    info.digest = m.digest
+                    info.digest = valid_text(m.digest)[0][:200] if isinstance(m.digest, str) else None
                     break
             ver = await self._call(lambda: self._client._client.get("/api/version"), counter)
             if isinstance(ver, httpx.Response) and ver.status_code == 200:
-                info.version = ver.json().get("version")
+                body = ver.json()
+                version = body.get("version") if isinstance(body, dict) else None
+                info.version = valid_text(version)[0][:100] if isinstance(version, str) else None
         except Exception as e:  # recorded; the stage then marks misses judge_unavailable
-            info.error = f"{type(e).__name__}: {e}"
+            from pointfail.served.transport import describe
+
+            info.error = describe(e)
             if self.is_transport_error(e) or isinstance(e, ServerDown):
                 self._down = f"server unreachable at {self.host}: {info.error}"
         return info

@@ -4,8 +4,8 @@ by vLLM, SGLang, llama.cpp, LM Studio, Ollama's OpenAI endpoint, or a hosted API
 The protocol is the Ollama judge's, through the same code path (:class:`pointfail.judge.client.ChatJudge`):
 the fixed prompt (:func:`pointfail.judge.protocol.build_prompt`) with the annotated PNG, strictly one
 label read by :func:`pointfail.judge.protocol.read_label`, up to five label attempts with the seed
-advanced per attempt, every raw reply kept, transport failures (429, 408/409, 5xx, timeouts, dropped
-connections, malformed bodies: :func:`pointfail.served.transport.is_openai_transport_error`) retried
+advanced per attempt, every raw reply kept, transport failures (429, 408/409, 5xx, timeouts and the total deadline, dropped
+connections, malformed bodies: :func:`pointfail.served.transport.classify`) retried
 apart from label attempts and counted in ``Judgment.transport_failures``, the judge marked down when
 retries run out or the model is not on the server.
 
@@ -57,11 +57,6 @@ class OpenAIJudge(ChatJudge):
     def where(self) -> str:
         return self.base_url
 
-    def is_transport_error(self, exc: BaseException) -> bool:
-        from pointfail.served.transport import is_openai_transport_error
-
-        return is_openai_transport_error(exc)
-
     def down_reason(self, exc: BaseException) -> Optional[str]:
         from pointfail.served.transport import status_of
 
@@ -73,7 +68,7 @@ class OpenAIJudge(ChatJudge):
         from pointfail.served.client import api_key, async_client
 
         return async_client(self.base_url, api_key(self.api_key_env), timeout_s=self.timeout_s,
-                            concurrency=self.concurrency)
+                            concurrency=self.concurrency, max_body_bytes=self.max_body_bytes)
 
     async def _server_info(self) -> ServerInfo:
         """The model list (``GET /models``): a server that answers it without the judge model marks the
@@ -90,12 +85,14 @@ class OpenAIJudge(ChatJudge):
         except Exception as e:
             if status_of(e) == 404:
                 return info
-            info.error = f"{type(e).__name__}: {e}"
+            from pointfail.served.transport import describe
+
+            info.error = describe(e)
             if self.is_transport_error(e) or isinstance(e, ServerDown):
                 self._down = f"server unreachable at {self.base_url}: {info.error}"
         return info
 
-    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> str:
+    async def _request(self, prompt: str, png: bytes, options: dict[str, Any]) -> tuple[str, list[str]]:
         from pointfail.served.client import chat_once, messages
 
         create: dict[str, Any] = {"model": self.model, "messages": messages(png, prompt), **options}
@@ -103,5 +100,5 @@ class OpenAIJudge(ChatJudge):
             create["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "failure_mode", "schema": LABEL_SCHEMA,
                                                          "strict": True}}
-        reply = await chat_once(self._client, **create)
-        return reply.text
+        reply = await chat_once(self._client, **create)  # content parts joined, text made valid
+        return reply.text, reply.flags

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from pointfail.records import ServedInfo
-from pointfail.served.transport import ServerDown
+from pointfail.served.transport import ServerDown, server_message
 
 if TYPE_CHECKING:
     from pointfail.jobs import ResponseWriter
@@ -87,30 +87,6 @@ class ServerCheckFailed(ServerUnavailable):
     a way its token count does not settle. Raised before any sample is sent (pre-flight) or at the
     first image of a size (the frame check); nothing already written is lost, and the message says what
     to change. ``pending``: the samples left without a response."""
-
-
-def server_message(exc: BaseException) -> str:
-    """The server's own reason for an HTTP error, as it sent it: the body's ``error.message``,
-    ``detail`` or ``message`` (OpenAI, FastAPI and vLLM spell it so), else the body's text; capped at
-    500 characters. ``openai`` keeps a body without an ``error`` key out of the exception's text
-    (``Error code: 400``), which would drop e.g. ``transformers serve``'s "Server is pinned to ...".
-    """
-    body = getattr(exc, "body", None)
-    msg: Any = None
-    if isinstance(body, dict):
-        err = body.get("error")
-        msg = err.get("message") if isinstance(err, dict) else err
-        msg = msg or body.get("detail") or body.get("message")
-    elif isinstance(body, str):
-        msg = body
-    if not msg:
-        resp = getattr(exc, "response", None)
-        try:
-            msg = resp.text if resp is not None else None
-        except Exception:  # a streamed or closed body
-            msg = None
-    text = str(msg) if msg else str(exc)
-    return f"{type(exc).__name__}: {text}"[:500]
 
 
 CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
@@ -214,7 +190,7 @@ class _Frame:
 
     async def _count(self, size: Optional[tuple[int, int]]) -> Optional[int]:
         from pointfail.served.client import chat_once, image_part, png_bytes
-        from pointfail.served.transport import is_openai_transport_error, retrying
+        from pointfail.served.transport import describe, is_retryable, retrying
 
         content: list[dict[str, Any]] = [{"type": "text", "text": CALIBRATION_TEXT}]
         if size is not None:
@@ -226,15 +202,15 @@ class _Frame:
                   "max_tokens": 1, "temperature": 0.0}
         opts = self.run.opts
         try:
-            async for attempt in retrying(is_openai_transport_error, retries=opts.retries,
+            async for attempt in retrying(is_retryable, retries=opts.retries,
                                           backoff_initial=opts.backoff_initial, backoff_max=opts.backoff_max,
                                           stop_when=lambda: self.run.down is not None):
                 with attempt:
                     self.run.summary.requests += 1
                     reply = await chat_once(self.run.client, **create)
         except Exception as e:
-            if is_openai_transport_error(e):
-                self.run.mark_down(f"{type(e).__name__}: {e}"[:500], 1)
+            if is_retryable(e):
+                self.run.mark_down(describe(e), 1)
                 raise ServerDown(self.run.down) from None
             raise ServerCheckFailed(f"the frame check's request to {self.run.model.base_url} failed: "
                                     f"{server_message(e)}", []) from None
@@ -419,7 +395,7 @@ class _Run:
     async def answer(self, req: Any, t0: float) -> dict[str, Any]:
         from pointfail.served.client import chat_once, messages
         from pointfail.served.options import response_format
-        from pointfail.served.transport import is_openai_transport_error, retrying, status_of
+        from pointfail.served.transport import describe, is_retryable, retrying
 
         opts = self.opts
         info = ServedInfo(response_format=None, preset=opts.preset, system_prompt=bool(opts.system_prompt), requests=0)
@@ -463,7 +439,7 @@ class _Run:
             info.response_format = "json_schema:" + create["response_format"]["json_schema"]["name"]
         del png
         try:
-            async for attempt in retrying(is_openai_transport_error, retries=opts.retries,
+            async for attempt in retrying(is_retryable, retries=opts.retries,
                                           backoff_initial=opts.backoff_initial, backoff_max=opts.backoff_max,
                                           stop_when=lambda: self.down is not None):
                 with attempt:
@@ -474,20 +450,20 @@ class _Run:
                     try:
                         reply = await chat_once(self.client, **create)
                     except Exception as e:
-                        if is_openai_transport_error(e):
+                        if is_retryable(e):
                             info.transport_failures += 1
                             self.summary.transport_failures += 1
                         raise
         except ServerDown:
             raise
         except Exception as e:
-            reason = f"{type(e).__name__}: {e}"[:500]
-            if is_openai_transport_error(e):
+            reason = describe(e)  # the server's own message kept, the bound that fired named
+            if is_retryable(e):
                 self.mark_down(reason, info.requests)
                 raise ServerDown(self.down) from None
-            status = status_of(e)
-            return error(f"server: HTTP {status}: {server_message(e)}" if status else f"server: {reason}")
+            return error(f"server: {reason}")
         info.model = reply.model
+        info.flags = list(reply.flags)
         info.finish_reason = reply.finish_reason
         info.refusal = reply.refusal
         self.summary.answered += 1
@@ -599,7 +575,7 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
         return ServedSummary(total=len(reqs), skipped=len(reqs), seconds=time.perf_counter() - t0)
     opts = model.options
     client = async_client(base_url, api_key(model.api_key_env), timeout_s=opts.timeout_s,
-                          concurrency=opts.concurrency)
+                          concurrency=opts.concurrency, max_body_bytes=opts.max_body_bytes)
     try:
         server: dict[str, Any] = {}
         if check:

@@ -34,7 +34,11 @@ class ServedOptions(BaseModel):
 
     Attributes:
         concurrency: requests in flight at once (1..256).
-        timeout_s: per-request timeout in seconds (connect, read and write).
+        timeout_s: total deadline of one request in seconds, wall clock: connect, headers and the
+            whole body (:class:`pointfail.served.bounded.BoundedTransport`; a server that drips its
+            reply is given up when it runs out, and that counts as a timeout).
+        max_body_bytes: byte cap on one response body (default 4 MiB); a body over it is that
+            sample's error, not retried.
         retries: retries of one request after a transport failure (429, 408/409, 5xx, timeout, dropped
             connection, malformed body); refusals and content-filtered replies are never retried.
         backoff_initial, backoff_max: exponential backoff in seconds (``Retry-After`` honoured, capped).
@@ -69,6 +73,7 @@ class ServedOptions(BaseModel):
 
     concurrency: int = Field(default=4, ge=1, le=256)
     timeout_s: float = Field(default=120.0, gt=0)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=1 << 30)
     retries: int = Field(default=6, ge=0, le=100)
     backoff_initial: float = Field(default=1.0, ge=0)
     backoff_max: float = Field(default=30.0, ge=0)
