@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pointfail.geometry import GeometryError, TargetRegion, image_size as _read_image_size, load_mask, to_pixels
+from pointfail.geometry import GeometryError, TargetRegion, to_pixels  # masks (numpy) only when a mask is scored
 from pointfail.geometry.shapes import box_center, valid_box
 from pointfail.records import (
     BoxScore,
@@ -479,12 +479,16 @@ def score_prediction(
     tgt = target_from_args(mask_path, box, target)
     size: Optional[tuple[int, int]] = None
     if image_path is not None:
+        from pointfail.geometry import image_size as _read_image_size
+
         size = _read_image_size(image_path)
         if image_size is not None and tuple(int(v) for v in image_size) != size:
             raise ValueError(f"image_size {tuple(image_size)} differs from {image_path}'s size {size}")
     elif image_size is not None:
         size = (int(image_size[0]), int(image_size[1]))
     elif tgt.kind == "mask" and tgt.mask_path:
+        from pointfail.geometry import load_mask
+
         h, w = load_mask(tgt.mask_path).shape
         size = (w, h)
     else:
