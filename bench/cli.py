@@ -77,6 +77,7 @@ def cases(before: str | None) -> dict[str, tuple[list[str], dict[str, str] | Non
         env = {"PYTHONPATH": before}
         out["before: python -m pointfail --help"] = ([PY, "-m", "pointfail", "--help"], env)
         out["before: pointfail verify --help"] = ([PY, "-m", "pointfail", "verify", "--help"], env)
+        out["before: pointfail score (one box)"] = ([PY, "-m", "pointfail", *SCORE_ARGS], env)
     return out
 
 
@@ -127,6 +128,9 @@ def main() -> None:
     print(ratio_line(f"{main_case} / python -c pass", cpu[main_case], cpu["python -c pass"]))
     print(ratio_line("pointfail score (one reply, one box) / python -c pass",
                      cpu["pointfail score (one reply, one box)"], cpu["python -c pass"], goal=6))
+    if args.before:
+        print(ratio_line("before: pointfail score (one box) / python -c pass",
+                         cpu["before: pointfail score (one box)"], cpu["python -c pass"]))
     print(load_line())
 
 

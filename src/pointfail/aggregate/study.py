@@ -171,8 +171,8 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
                 digests.add(p, rec.sample_id, digest)
                 for observe_line in line_observers:
                     observe_line(rec, p, i, raw, digest)
-                for observe in plain_observers:
-                    observe(rec, p, i)
+                for observe_plain in plain_observers:
+                    observe_plain(rec, p, i)
                 for observe in record_folds:
                     observe(rec)
                 row = row_from_record(rec)
