@@ -156,11 +156,18 @@ class FileFinder:
         key = os.fspath(folder)
         names = self._listings.get(key)
         if names is None:
+            found: set[str] = set()
             try:
                 with os.scandir(folder) as it:
-                    names = frozenset(e.name for e in it if e.is_file())
+                    for e in it:
+                        try:
+                            if e.is_file():
+                                found.add(e.name)
+                        except OSError:  # a link loop: not a file
+                            continue
             except OSError:  # no such folder, or not readable: nothing is found in it
-                names = frozenset()
+                pass
+            names = frozenset(found)
             self._listings[key] = names
         return names
 

@@ -172,7 +172,10 @@ class Containment:
             try:
                 with os.scandir(real_dir) as it:
                     for e in it:
-                        names[e.name] = (e.is_symlink(), e.is_file())
+                        try:
+                            names[e.name] = (e.is_symlink(), e.is_file())
+                        except OSError:  # a link loop: a link, and no file
+                            names[e.name] = (True, False)
             except OSError:  # no such folder (nothing in it exists) or not readable
                 pass
             self._listings[real_dir] = names
