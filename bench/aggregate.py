@@ -1,7 +1,7 @@
 """Benchmark: streaming aggregation, time against plain JSON parsing and peak memory against the
 number of records; every other reader of records beside it.
 
-Issue 13 targets, measured side by side in one run:
+Targets (issues 13 and 30), measured side by side in one run:
 
 * time: ``aggregate`` (read + validate + fold + render + write) within 4x the time of parsing the
   same JSONL with the ``json`` module;
@@ -11,9 +11,11 @@ Issue 13 targets, measured side by side in one run:
 
 The records are generated with a fixed seed (4 models x 3 benchmarks x ``--per-cell`` samples, two
 prompts per image, metadata axes, judge labels and abstentions, outages, infrastructure errors, a
-box-task share with box classes, official scores; about 1.5 KB each), written with
-``records.write_records`` into a temporary directory. Steps (best of ``--repeat`` interleaved rounds,
-CPU time of this process; wall time beside):
+box-task share with box classes, official scores; about 1.5 KB each; each derived from its raw reply
+by ``scoring.build_record``, so ``verify`` re-derives them), written with
+``records.write_records`` into a temporary directory. Steps (``--repeat`` interleaved rounds,
+CPU time of this process; wall time beside). Ratios are taken per round and their min / median /
+max printed, with the load average before and after:
 
 * ``json``         : ``json.loads`` of every line (plain parsing, no validation): the baseline
 * ``read``         : ``records.iter_records`` of every file (pydantic validation of the full schema)
@@ -30,7 +32,7 @@ Memory: for each record count of ``--memory`` (prefixes of the same files), a fr
 the study and reports its peak resident set size (``VmHWM``) minus that of the same process
 aggregating a 12-record study (imports, numpy, interpreter).
 
-Usage: ``python bench/aggregate.py [--per-cell 4500] [--repeat 3] [--memory 6000,24000,96000]``.
+Usage: ``python bench/aggregate.py [--per-cell 4500] [--repeat 5] [--memory 6000,24000,96000] [--quick]``.
 """
 
 from __future__ import annotations
@@ -40,95 +42,84 @@ import hashlib
 import json
 import math
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _rounds import add_quick, load_line, ratio_line, ratio_stats, rounds
+
 from pointfail.aggregate import aggregate, verify
+from pointfail.benchmarks._common import boxes_sha256
 from pointfail.records import (
     FAILURE_MODES,
-    BoxScore,
-    Geometry,
     ImageRef,
     Judgment,
     JudgeAttempt,
-    OfficialScore,
-    ParseResult,
     Prompt,
     Record,
     Response,
+    Sample,
     Target,
     iter_records,
     read_records,
     records_files,
     write_records,
 )
+from pointfail.scoring import build_record
 
 MODELS = ("molmo-7b-d", "molmoe-1b", "qwen2.5-vl-3b", "internvl3-2b")
 BENCHMARKS = ("point-bench", "where2place", "refspatial")
 
 
 def make_record(rng: random.Random, model: str, bench: str, i: int, skill: float) -> Record:
-    """One plausible record (1024x768 image, a box target, metadata, judge verdict)."""
+    """One plausible record (1024x768 image, a box target, metadata, judge verdict), made the way the
+    pipeline makes it: the raw reply is written first and :func:`pointfail.scoring.build_record`
+    derives the parse, outcome, geometry and official score from it, so ``verify`` re-derives every
+    record the benchmark writes."""
     sid = f"{bench}-{i:05d}"
     box_task = bench == "refspatial" and i % 5 == 0
     u = rng.random()
-    if u < 0.004:
-        outcome = "error"
-    elif u < 0.004 + skill:
-        outcome = "hit"
-    elif u < 0.004 + skill + 0.12:
-        outcome = "no_prediction"
-    else:
-        outcome = "miss"
     x0, y0 = rng.randrange(0, 900), rng.randrange(0, 700)
     w, h = rng.randrange(4, 120), rng.randrange(4, 60)
-    pt = [rng.random(), rng.random()]
-    parse = None
-    resp = Response(raw_text=f'<point x="{pt[0] * 100:.1f}" y="{pt[1] * 100:.1f}">it</point>', seconds=0.5)
-    if outcome in ("hit", "miss"):
-        parse = ParseResult(family="molmo", frame="percent", points=[pt] if not box_task else [], boxes=[[pt[0], pt[1], min(1.0, pt[0] + 0.05), min(1.0, pt[1] + 0.05)]] if box_task else [])
-    elif outcome == "no_prediction":
-        parse = ParseResult(family="molmo", frame="percent", reason="no_coordinates")
-    else:
+    boxes = [[x0, y0, x0 + w, y0 + h]]
+    if u < 0.004:
         resp = Response(error="worker: CUDA out of memory")
-    geom = Geometry()
-    if outcome in ("hit", "miss"):
-        d = 0.0 if outcome == "hit" else round(rng.expovariate(1 / 40), 3)
-        box = None
-        if box_task:
-            box = BoxScore(iou=round(rng.random(), 4), coverage=round(rng.random(), 4), precision=round(rng.random(), 4), box_class="hit" if outcome == "hit" else rng.choice(["clipped", "oversized", "both", "malformed"]))
-        geom = Geometry(in_target=outcome == "hit", distance_px=d, distance_norm=d / 1280.0, box=box)
-    judge = None
-    if outcome == "miss":
+    elif u < 0.004 + 0.12:
+        resp = Response(raw_text="I cannot find it in the image.", seconds=0.5)
+    else:
+        if u < 0.124 + skill:  # inside the box (percent of 1024x768, Molmo's frame)
+            px, py = (x0 + rng.random() * w) / 10.24, (y0 + rng.random() * h) / 7.68
+        else:
+            px, py = rng.random() * 100, rng.random() * 100
+        resp = Response(raw_text=f'<point x="{px:.1f}" y="{py:.1f}" alt="it">it</point>', seconds=0.5)
+    sample = Sample(
+        sample_id=sid,
+        benchmark=bench,
+        image=ImageRef(path=f"data/{bench}/{i // 2:05d}.png", width=1024, height=768,
+                       sha256=hashlib.sha256(f"{bench}/{i // 2}".encode()).hexdigest()),
+        instruction="Point to the mug left of the kettle.",
+        task="box" if box_task else "point",
+        target=Target(kind="boxes", boxes=boxes, area_px=float(w * h), sha256=boxes_sha256(boxes)),
+        metadata={"category": rng.choice(["object", "free_space", "part", "text"]), "language": rng.choice(["en", "de"]),
+                  "difficulty": rng.choice(["easy", "medium", "hard"])},
+    )
+    prompt = Prompt(original=sample.instruction, core="the mug left of the kettle", sent=sample.instruction)
+    rec = build_record(study="bench", model=model, family="molmo", sample=sample, prompt=prompt, response=resp)
+    if rec.outcome == "miss":
         v = rng.random()
         if v < 0.9:
             label = rng.choice(FAILURE_MODES)
-            judge = Judgment(judge="ollama:gemma4:31b", status="labeled", label=label, attempts=[JudgeAttempt(attempt=1, reply=f"Label: {label}", verdict="accepted", label=label)])
+            rec.judge = Judgment(judge="ollama:gemma4:31b", status="labeled", label=label,
+                                 attempts=[JudgeAttempt(attempt=1, reply=f"Label: {label}", verdict="accepted", label=label)])
         elif v < 0.97:
-            judge = Judgment(judge="ollama:gemma4:31b", status="unlabeled", attempts=[JudgeAttempt(attempt=k, reply="maybe", verdict="rejected_no_label") for k in range(1, 6)])
+            rec.judge = Judgment(judge="ollama:gemma4:31b", status="unlabeled",
+                                 attempts=[JudgeAttempt(attempt=k, reply="maybe", verdict="rejected_no_label") for k in range(1, 6)])
         else:
-            judge = Judgment(judge="ollama:gemma4:31b", status="judge_unavailable", transport_failures=5)
-    return Record(
-        study="bench",
-        model=model,
-        family="molmo",
-        benchmark=bench,
-        sample_id=sid,
-        task="box" if box_task else "point",
-        image=ImageRef(path=f"data/{bench}/{i // 2:05d}.png", width=1024, height=768, sha256=hashlib.sha256(f"{bench}/{i // 2}".encode()).hexdigest()),
-        target=Target(kind="boxes", boxes=[[x0, y0, x0 + w, y0 + h]], area_px=float(w * h), sha256="0" * 64),
-        metadata={"category": rng.choice(["object", "free_space", "part", "text"]), "language": rng.choice(["en", "de"]), "difficulty": rng.choice(["easy", "medium", "hard"])},
-        prompt=Prompt(original="Point to the mug left of the kettle.", core="the mug left of the kettle", sent="Point to the mug left of the kettle."),
-        response=resp,
-        parse=parse,
-        outcome=outcome,
-        geometry=geom,
-        official=OfficialScore(rule="where2place: in-mask fraction", score=1.0 if outcome == "hit" else 0.0) if bench == "where2place" and outcome != "error" else None,
-        judge=judge,
-    )
+            rec.judge = Judgment(judge="ollama:gemma4:31b", status="judge_unavailable", transport_failures=5)
+    return rec
 
 
 def generate(study: Path, per_cell: int, seed: int = 0) -> int:
@@ -140,14 +131,6 @@ def generate(study: Path, per_cell: int, seed: int = 0) -> int:
             recs = [make_record(rng, m, b, i, skill=0.5 - 0.1 * k) for i in range(per_cell)]
             total += write_records(study / m / f"{b}.jsonl", recs)
     return total
-
-
-def timed(fn) -> tuple[float, float]:
-    """(CPU seconds of this process, wall seconds) of one call. CPU time is the primary measure:
-    on a shared machine other processes inflate wall time, not this process's CPU time."""
-    c0, w0 = time.process_time(), time.perf_counter()
-    fn()
-    return time.process_time() - c0, time.perf_counter() - w0
 
 
 def _two_walks(records: list[Record], path: Path) -> None:
@@ -202,12 +185,16 @@ def _peak_kib(study: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-cell", type=int, default=4500, help="samples per model x benchmark (default 4500 -> 54,000 records)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--memory", default="6000,24000,96000", help="record counts for the memory curve (comma-separated; empty: skip)")
+    add_quick(ap)
     args = ap.parse_args()
-    from pointfail.judge.agreement import collect_pairs
+    if args.quick:
+        args.per_cell, args.repeat, args.memory = 20, 2, "120,240"
+    from pointfail.judge.agreement import collect_units
     from pointfail.report import gallery_examples
 
+    print(load_line())
     counts = [int(x) for x in args.memory.split(",") if x.strip()]
     per_cell_gen = max([args.per_cell] + [-(-c // (len(MODELS) * len(BENCHMARKS))) for c in counts])
     with tempfile.TemporaryDirectory(prefix="pointfail-bench-") as tmp:
@@ -241,7 +228,7 @@ def main() -> None:
             "json": just_json,
             "read": just_read,
             "read_list": read_list,
-            "agreement": lambda: collect_pairs(study),
+            "agreement": lambda: collect_units(study),
             "gallery": lambda: gallery_examples(study),
             "aggregate": lambda: aggregate(study),
             "verify": lambda: verify(study),
@@ -249,21 +236,21 @@ def main() -> None:
             "write_2walks": lambda: _two_walks(one_model, Path(tmp) / "w2.jsonl"),
         }
         steps["aggregate"]()  # warm-up: imports (numpy, tabulate) are not what is measured
-        cpu = {k: float("inf") for k in steps}
-        wall = {k: float("inf") for k in steps}
-        for _ in range(args.repeat):  # rounds interleave the steps, so load changes hit all alike
-            for k, fn in steps.items():
-                c, w = timed(fn)
-                cpu[k], wall[k] = min(cpu[k], c), min(wall[k], w)
-        assert verify(study).ok
-        base = cpu["json"]
-        print(f"best of {args.repeat} interleaved rounds; ratios of CPU time")
+        result = verify(study)
+        if not result.ok:  # the generated records must re-derive, or verify's time is not verify's
+            raise SystemExit("verify of the generated study failed:\n" + "\n".join(result.problems[:5]))
+        cpu, wall = rounds(steps, args.repeat)
+        print(f"{args.repeat} interleaved rounds; CPU time of this process (median), wall time beside; "
+              "ratios per round, then their median")
         print(f"{'step':<16}{'cpu s':>8}{'wall s':>8}{'/ json':>8}{'/ read':>8}")
+        med = {k: statistics.median(v) for k, v in cpu.items()}
         for k in steps:
-            print(f"{k:<16}{cpu[k]:>8.2f}{wall[k]:>8.2f}{cpu[k] / base:>8.2f}{cpu[k] / cpu['read']:>8.2f}")
-        worst = max(cpu["aggregate"], cpu["verify"]) / base
-        print(f"target (issue 13): aggregate and verify within 4x json -> {'met' if worst <= 4 else 'NOT met'} ({worst:.2f}x)")
-        print(f"writing {len(one_model)} records: one walk / two walks = {cpu['write'] / cpu['write_2walks']:.2f}")
+            print(f"{k:<16}{med[k]:>8.2f}{statistics.median(wall[k]):>8.2f}"
+                  f"{ratio_stats(cpu[k], cpu['json'])[1]:>8.2f}{ratio_stats(cpu[k], cpu['read'])[1]:>8.2f}")
+        print(ratio_line("aggregate / json", cpu["aggregate"], cpu["json"], goal=4))
+        print(ratio_line("verify / json", cpu["verify"], cpu["json"], goal=8))
+        print(ratio_line(f"write {len(one_model)} records: one walk / two walks", cpu["write"], cpu["write_2walks"]))
+        print(load_line())
 
         if counts:
             tiny = Path(tmp) / "tiny"

@@ -15,6 +15,7 @@ time of the child process, which a busy machine inflates less than wall time, an
 * ``python -m pointfail --help``    : the same through runpy (adds importlib.util and friends)
 * ``pointfail verify --help``       : one subcommand's full parser
 * ``pointfail families``            : a command that runs (imports the family registry, pydantic)
+* ``pointfail score`` (one box)     : one reply scored against one box (issue 30: within 6x ``python -c pass``)
 
 With ``--before SRC`` (a ``src`` folder of another checkout, e.g. ``git worktree add /tmp/old main``),
 the ``--help`` and ``verify --help`` cases also run with ``PYTHONPATH=SRC`` in the same rounds, so a
@@ -22,7 +23,7 @@ change is measured against its base side by side. Ratios are printed against ``p
 against ``python -c 'import argparse'``: on a loaded machine the absolute numbers move, the ratios
 much less.
 
-Usage: ``python bench/cli.py [--repeat 21] [--before /tmp/old/src]``.
+Usage: ``python bench/cli.py [--repeat 21] [--before /tmp/old/src] [--quick]``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _rounds import add_quick, load_line, ratio_line
 
 PY = sys.executable
 SCRIPT = Path(PY).with_name("pointfail")
@@ -51,6 +54,11 @@ BARE_ARGPARSE_CLI = (
 built in full, printing its help. What any argparse CLI of this size costs at start."""
 
 
+SCORE_ARGS = ["score", "--family", "molmo", "--image-size", "1024", "768", "--box", "100", "100", "200", "200",
+              "--text", '<point x="14.6" y="19.5" alt="x">x</point>']
+"""``pointfail score`` of one reply against one box (issue 30: its start-up within 6x ``python -c pass``)."""
+
+
 def cases(before: str | None) -> dict[str, tuple[list[str], dict[str, str] | None]]:
     """name -> (argv, extra environment) of every measured command."""
     out: dict[str, tuple[list[str], dict[str, str] | None]] = {
@@ -64,10 +72,12 @@ def cases(before: str | None) -> dict[str, tuple[list[str], dict[str, str] | Non
     out["python -m pointfail --help"] = ([PY, "-m", "pointfail", "--help"], None)
     out["pointfail verify --help"] = ([PY, "-m", "pointfail", "verify", "--help"], None)
     out["pointfail families"] = ([PY, "-m", "pointfail", "families"], None)
+    out["pointfail score (one reply, one box)"] = ([PY, "-m", "pointfail", *SCORE_ARGS], None)
     if before:
         env = {"PYTHONPATH": before}
         out["before: python -m pointfail --help"] = ([PY, "-m", "pointfail", "--help"], env)
         out["before: pointfail verify --help"] = ([PY, "-m", "pointfail", "verify", "--help"], env)
+        out["before: pointfail score (one box)"] = ([PY, "-m", "pointfail", *SCORE_ARGS], env)
     return out
 
 
@@ -87,7 +97,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=21)
     ap.add_argument("--before", metavar="SRC", help="another checkout's src folder, measured beside this one")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.repeat = 2
+    print(load_line())
     todo = cases(args.before)
     for cmd, env in todo.values():  # warm the file cache and the bytecode cache
         run_once(cmd, env)
@@ -111,6 +125,13 @@ def main() -> None:
     help_cpu = statistics.median(cpu[main_case])
     print(f"target (issue 13): pointfail --help under 50 ms -> {'met' if help_cpu < 0.05 else 'NOT met'} "
           f"({1000 * help_cpu:.1f} ms CPU for {main_case!r}, the interpreter's own start included)")
+    print(ratio_line(f"{main_case} / python -c pass", cpu[main_case], cpu["python -c pass"]))
+    print(ratio_line("pointfail score (one reply, one box) / python -c pass",
+                     cpu["pointfail score (one reply, one box)"], cpu["python -c pass"], goal=6))
+    if args.before:
+        print(ratio_line("before: pointfail score (one box) / python -c pass",
+                         cpu["before: pointfail score (one box)"], cpu["python -c pass"]))
+    print(load_line())
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ Each client runs in its own process (its peak RSS is its own, read with ``os.wai
   target is within the deadline plus one second (the process's own start-up, about a second of imports,
   is measured apart, against the good server, and subtracted).
 
-    python bench/hostile.py [--deadline 3] [--samples 4]
+    python bench/hostile.py [--deadline 3] [--samples 4] [--quick]
 
-Prints one table (tabulate). Numbers are reported, not asserted.
+Prints the load average, one table (tabulate), and per client the ratio of its peak RSS against the
+endless body to its peak RSS against the good server (one round). Numbers are reported, not asserted.
 """
 
 from __future__ import annotations
@@ -47,13 +48,18 @@ def main() -> int:
     from tabulate import tabulate
     from PIL import Image
 
+    from _rounds import add_quick, load_line, ratio_line
     from hostile import HostileServer
     from judge_fixtures import make_study
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--deadline", type=float, default=3.0, help="total deadline per request, seconds")
     ap.add_argument("--samples", type=int, default=4)
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.deadline, args.samples = 1.0, 2
+    print(load_line())
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "runner" / "src")]),
                HF_HUB_OFFLINE="1")
     rows = []
@@ -104,6 +110,10 @@ def main() -> int:
         r["RSS / good"] = r["peak RSS MiB"] / b["peak RSS MiB"]
         r["wall - good s"] = r["wall s"] - b["wall s"]
     print(tabulate(rows, headers="keys", floatfmt=".2f"))
+    for name in clients:
+        endless = next(r for r in rows if r["client"] == name and r["server"] == "endless")
+        print(ratio_line(f"{name}: peak RSS endless body / good server", [endless["peak RSS MiB"]],
+                         [base[name]["peak RSS MiB"]]))
     print()
     print(f"one request against the drip server (a byte every 0.2 s), in this process: seconds from the call "
           f"to the give-up, deadline {args.deadline:g} s")

@@ -6,7 +6,7 @@ each after a fixed latency, so the ideal speedup at concurrency ``c`` is ``c``; 
 per-miss rendering cost is real) from a fresh copy of the records, with the whole stage timed: reading
 records, rendering, requests, journal, atomic rewrite.
 
-    python bench/judge.py [--misses 64] [--latency 1.0] [--concurrency 2 4 8]
+    python bench/judge.py [--misses 64] [--latency 1.0] [--concurrency 2 4 8] [--rounds 1] [--quick]
 
 The default latency (1 s per request) is below what a 31B vision model takes per annotated image on one
 GPU, so the numbers are, if anything, pessimistic about concurrency. Sequential is measured once (a
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "src"))
+
+from _rounds import add_quick, load_line, ratio_line  # noqa: E402 (beside this file)
 
 
 def make_study(root: Path, n: int, size: tuple[int, int]) -> Path:
@@ -105,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=1.0, help="server latency per request, seconds")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--size", type=int, nargs=2, default=[1024, 768])
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (sequential, then each c)")
+    add_quick(ap)
     args = ap.parse_args(argv)
+    if args.quick:
+        args.misses, args.latency, args.concurrency, args.rounds, args.size = 4, 0.05, [2], 2, [320, 240]
+    print(load_line())
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         pristine = make_study(root / "src", args.misses, tuple(args.size))
@@ -117,16 +125,23 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(5):
             render_miss(rec.image.path, rec.target, rec.parse.points[0])
         render_s = (time.perf_counter() - t0) / 5
-        t1 = run_once(pristine, root / "work", 1, 1, args.latency)
+        walls: dict[int, list[float]] = {c: [] for c in [1, *args.concurrency]}
+        for _ in range(args.rounds):  # sequential and every c in each round, so load hits all alike
+            for c in walls:
+                walls[c].append(run_once(pristine, root / "work", c, c, args.latency))
         rows = []
+        t1 = statistics.median(walls[1])
         for c in args.concurrency:
-            tc = run_once(pristine, root / "work", c, c, args.latency)
-            speedup = t1 / tc
+            tc = statistics.median(walls[c])
+            speedup = statistics.median(a / b for a, b in zip(walls[1], walls[c]))
             rows.append([c, f"{t1:.2f}", f"{tc:.2f}", f"{speedup:.2f}", f"{0.85 * c:.2f}", "yes" if speedup >= 0.85 * c else "no"])
     print(f"judge stage: {args.misses} misses, {args.size[0]}x{args.size[1]} images, server latency {args.latency:.3f} s, "
           f"server answers c requests in parallel; render alone {render_s * 1000:.0f} ms/miss, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(tabulate(rows, headers=["c", "sequential s", "concurrent s", "speedup", "target 0.85c", "meets"], tablefmt="github"))
+    for c in args.concurrency:
+        print(ratio_line(f"speedup at c={c} (sequential / concurrent)", walls[1], walls[c], goal=None))
+    print(load_line())
     return 0
 
 

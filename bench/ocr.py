@@ -3,7 +3,7 @@ web), with the per-process OCR cache on and off, side by side in one run. Nothin
 prints.
 
     python bench/ocr.py [--n 40] [--seed 7] [--suites sheets text web] [--dirs DIR ...]
-                        [--by-category] [--no-uncached] [--verbose]
+                        [--by-category] [--no-uncached] [--verbose] [--quick]
 
 Each suite is generated into a temporary directory (``pointfail generate KIND --n N --seed S``) unless
 ``--dirs`` names existing suite directories. Every sample goes through what the worker does: the
@@ -30,6 +30,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from _rounds import add_quick, load_line, ratio_line
 from PIL import Image
 from tabulate import tabulate
 
@@ -67,8 +68,13 @@ def main(argv=None) -> int:
     ap.add_argument("--by-category", action="store_true", help="also print hit rate per category")
     ap.add_argument("--verbose", action="store_true", help="print every sample that is not a hit")
     ap.add_argument("--no-uncached", action="store_true", help="skip the uncached pass")
+    add_quick(ap)
     args = ap.parse_args(argv)
-    print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
+    if args.quick:
+        args.n, args.suites = 2, ["sheets"]
+    print(load_line())
+    cpu_cached: list[float] = []
+    cpu_uncached: list[float] = []
     tmp = tempfile.TemporaryDirectory(prefix="pointfail-bench-ocr-")
     dirs = args.dirs or []
     if not dirs:
@@ -91,6 +97,7 @@ def main(argv=None) -> int:
             acc["wall_c"] += wall
             acc["cpu_c"] += cpu
             acc["calls_c"] += calls
+            cpu_cached.append(cpu)
             if args.verbose and outcome != "hit":
                 print(f"{kind} {s.sample_id} {outcome} {rule} | {s.instruction}", flush=True)
             c = per_cat[str(s.metadata.get("category"))]
@@ -103,6 +110,7 @@ def main(argv=None) -> int:
                 acc["wall_u"] += wall
                 acc["cpu_u"] += cpu
                 acc["calls_u"] += calls
+                cpu_uncached.append(cpu)
         n = max(len(samples), 1)
         row = [kind, len(samples), f"{acc['hits'] / n:.3f}", f"{acc['wall_c'] / n:.2f}", f"{acc['cpu_c'] / n:.2f}",
                f"{acc['calls_c'] / n:.2f}"]
@@ -119,6 +127,9 @@ def main(argv=None) -> int:
     if args.by_category:
         print()
         print(tabulate(cats, headers=["suite", "category", "n", "hits", "hit rate"]))
+    if cpu_uncached:
+        print(ratio_line("CPU uncached / cached, sample by sample", cpu_uncached, cpu_cached))
+    print(load_line())
     tmp.cleanup()
     return 0
 

@@ -14,7 +14,7 @@ parser gives a ratio near 1 or below (fixed per-reply costs make small replies d
 quadratic one gives about 1000. Nothing is asserted; it prints. The last line is the worst ratio
 over all families.
 
-    python bench/parse.py [--rounds 3] [--families molmo qwen2_5_vl ...] [--max-kib 1024]
+    python bench/parse.py [--rounds 3] [--families molmo qwen2_5_vl ...] [--max-kib 1024] [--quick]
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+
+from _rounds import add_quick, load_line, ratio_line
 
 from pointfail.families import list_families
 
@@ -54,11 +56,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--families", nargs="*", default=None)
     ap.add_argument("--max-kib", type=int, default=1024)
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.families, args.max_kib = 2, ["molmo"], 4
+    print(load_line())
     sizes = [s for s in SIZES_KIB if s <= args.max_kib]
     fams = [f for f in list_families() if not args.families or f.name in args.families]
     rows = []
     worst_overall = (0.0, "", "")
+    worst_rounds: tuple[list[float], list[float]] = ([], [])
     for fam in fams:
         mis = (1000, 1000) if fam.frame.kind == "pixels_resized" else None
         texts = {(name, kib): build(frag, kib) for name, frag in replies(fam).items() for kib in sizes}
@@ -78,6 +85,7 @@ def main() -> None:
         rows.append((fam.name, worst, small * 1e6, large * 1e6, ratio, total_large))
         if ratio > worst_overall[0]:
             worst_overall = (ratio, fam.name, worst)
+            worst_rounds = ([t / sizes[-1] for t in times[(worst, sizes[-1])]], [t / sizes[0] for t in times[(worst, sizes[0])]])
     print(f"parse time per KB, {sizes[0]} KiB -> {sizes[-1]} KiB replies, median of {args.rounds} rounds "
           f"({len(ADVERSARIAL) + 1} reply kinds per family)")
     print(f"{'family':13s} {'worst reply kind':30s} {'us/KB @1KiB':>12s} {'us/KB @max':>12s} {'ratio':>7s} "
@@ -86,13 +94,15 @@ def main() -> None:
         print(f"{name:13s} {worst[:30]:30s} {small:12.2f} {large:12.2f} {ratio:7.2f} {total:18.2f}")
     print(f"worst ratio (largest / smallest time per KB): {worst_overall[0]:.2f} ({worst_overall[1]}, "
           f"{worst_overall[2]})")
-    judge(args.rounds)
+    print(ratio_line(f"time per KB, largest / smallest reply ({worst_overall[1]}, {worst_overall[2]})", *worst_rounds))
+    judge(args.rounds, quick=args.quick)
+    print(load_line())
 
 
 JUDGE_KINDS = ("hallucinated ", "not hallucinated, ", "no no no hallucinated ", "'", "x'y ", "off by pixels. ")
 
 
-def judge(rounds: int) -> None:
+def judge(rounds: int, *, quick: bool = False) -> None:
     """The judge's label reader over replies of 256 B to 4 KiB (its cap), and 1 MiB (read from its
     first 4 KiB): time per KB, and the ratio of the 4 KiB reply's to the 256 B reply's."""
     from pointfail.judge.protocol import read_label
@@ -102,7 +112,7 @@ def judge(rounds: int) -> None:
     times: dict[tuple[str, int], list[float]] = {key: [] for key in texts}
     for _ in range(rounds):
         for key, text in texts.items():
-            reps = 50
+            reps = 2 if quick else 50
             t0 = time.thread_time()
             for _ in range(reps):
                 read_label(text)

@@ -26,7 +26,7 @@ and prints both medians, their ratio and the overhead each extra job cost before
 (K - 1), which the shard container no longer pays.
 
 Needs a Docker Engine (started via ensure_engine) and the family image (built if missing; wheels
-from ``make wheels``). Usage: ``python bench/runner.py [--n 16] [--reps 3]``.
+from ``make wheels``). Usage: ``python bench/runner.py [--n 16] [--reps 3] [--quick]``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _rounds import add_quick, load_line, ratio_line
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILY = "qwen2_5_vl"
@@ -63,7 +65,11 @@ def main() -> int:
     ap.add_argument("--cells", type=int, default=3, help="cells per model for the before/after comparison")
     ap.add_argument("--base-lock", type=Path, default=REPO / "images/base/base.lock.json",
                     help="base image lock (its base is built when the engine lacks it)")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.n, args.reps, args.cells = 2, 2, 2
+    print(load_line())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     from pointfail import worker
@@ -156,8 +162,10 @@ def main() -> int:
     print(f"{k} cells of {args.n} requests: one container per cell {med['before']:.2f} s, one container for all "
           f"{med['after']:.2f} s, ratio {med['before'] / med['after']:.2f}")
     print(f"per-job overhead before (saved per extra cell): {(med['before'] - med['after']) / max(k - 1, 1):+.2f} s")
-    print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"on {os.cpu_count()} CPUs")
+    print(ratio_line("container / in-process", times["container"], times["in-process"]))
+    print(ratio_line("container / subprocess", times["container"], times["subprocess"]))
+    print(ratio_line("one container per cell / one container for all", times["before"], times["after"]))
+    print(load_line())
     return 0
 
 

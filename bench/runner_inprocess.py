@@ -7,7 +7,7 @@ and :func:`pointfail.worker.run_worker` answers the same N requests (generated i
 into fresh responses files. Prints the median samples per second of each and the ratio
 batched / one-at-a-time, measured side by side in one run.
 
-Usage: ``python bench/runner_inprocess.py [--n 24] [--batch 8] [--reps 3] [--families qwen2_5_vl ...]``.
+Usage: ``python bench/runner_inprocess.py [--n 24] [--batch 8] [--reps 3] [--families qwen2_5_vl ...] [--quick]``.
 :func:`measure` is importable (returns the numbers as a dict).
 """
 
@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _rounds import add_quick, load_line, ratio_line
 
 
 def _requests(d: Path, n: int, max_new_tokens: int) -> Path:
@@ -39,7 +41,8 @@ def _requests(d: Path, n: int, max_new_tokens: int) -> Path:
 
 def measure(family: str, n: int = 24, batch: int = 8, reps: int = 3, max_new_tokens: int = 16) -> dict:
     """Median samples/second with batch size 1 and ``batch`` for ``family``'s tiny checkpoint (CPU).
-    Returns ``{"family", "n", "batch", "one_sps", "batched_sps", "ratio"}``."""
+    Returns ``{"family", "n", "batch", "one_sps", "batched_sps", "ratio", "one_s", "batched_s"}`` (the last two:
+    wall seconds per repetition, interleaved)."""
     import importlib
 
     from pointfail.testing import tiny
@@ -61,7 +64,7 @@ def measure(family: str, n: int = 24, batch: int = 8, reps: int = 3, max_new_tok
                 assert s.answered == n, f"{family}: {s.errors} errors: {list(s.error_reasons.values())[:1]}"
     one, many = statistics.median(times[1]), statistics.median(times[batch])
     return {"family": family, "n": n, "batch": batch, "one_sps": n / one, "batched_sps": n / many,
-            "ratio": one / many}
+            "ratio": one / many, "one_s": times[1], "batched_s": times[batch]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--families", nargs="+", default=["qwen2_5_vl", "qwen3_vl", "internvl3"])
+    add_quick(ap)
     args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.batch, args.reps, args.max_new_tokens, args.families = 2, 2, 2, 2, ["qwen2_5_vl"]
+    print(load_line())
     os.environ["HF_HUB_OFFLINE"] = "1"
     import logging
 
@@ -82,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         m = measure(fam, args.n, args.batch, args.reps, args.max_new_tokens)
         print(f"{fam:12s} batch 1: {m['one_sps']:7.2f} samples/s   batch {m['batch']}: {m['batched_sps']:7.2f} "
               f"samples/s   batched/one-at-a-time: {m['ratio']:.2f}x")
+        print(ratio_line(f"{fam} speed-up, batch {m['batch']} over batch 1", m["one_s"], m["batched_s"]))
+    print(load_line())
     return 0
 
 

@@ -18,6 +18,7 @@ transfer). The stub still reads each body and the image header, so the numbers a
 the client's cost; both share the machine's cores.
 
     python bench/served.py [--samples 12] [--max-new-tokens 16] [--stub-samples 40] [--part both|serve|stub]
+                           [--rounds 1] [--quick]
 
 Prints two tables (tabulate). Numbers are reported, not asserted.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+
+from _rounds import add_quick, load_line, ratio_line  # noqa: E402 (beside this file)
 
 
 def make_requests(root: Path, n: int, size: tuple[int, int], max_new_tokens: int) -> Path:
@@ -89,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--stub-samples", type=int, default=40)
     ap.add_argument("--part", choices=["both", "serve", "stub"], default="both")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds of the stub part")
+    add_quick(ap)
     args = ap.parse_args(argv)
+    if args.quick:  # the stub part only: transformers serve takes a minute to start
+        args.part, args.stub_samples, args.rounds = "stub", 4, 2
+    print(load_line())
     budget = dict(resize="server", max_pixels=12544, min_pixels=3136, factor=28)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,12 +127,18 @@ def main(argv: list[str] | None = None) -> int:
             proc.start()
             try:
                 url = parent.recv()
-                for size in ((1024, 768), (224, 224)):
-                    sreq = make_requests(root, args.stub_samples, size, args.max_new_tokens)
-                    timed_run(url, "stub", sreq, root / "stub-warm.jsonl", 1, **budget)  # imports, first connection
-                    for c in (1, 16):
-                        dt, n = timed_run(url, "stub", sreq, root / "stub.jsonl", c, **budget)
-                        rows.append([f"{size[0]}x{size[1]}", c, n, f"{dt:.2f}", f"{dt / n * 1000:.1f}"])
+                sizes = ((1024, 768), (224, 224))
+                sreqs = {size: make_requests(root, args.stub_samples, size, args.max_new_tokens)
+                         for size in sizes}
+                timed_run(url, "stub", sreqs[sizes[0]], root / "stub-warm.jsonl", 1, **budget)  # imports, connection
+                walls: dict[tuple[tuple[int, int], int], list[float]] = {(size, c): [] for size in sizes for c in (1, 16)}
+                for _ in range(args.rounds):
+                    for (size, c), v in walls.items():
+                        dt, n = timed_run(url, "stub", sreqs[size], root / "stub.jsonl", c, **budget)
+                        v.append(dt)
+                for (size, c), v in walls.items():
+                    dt = statistics.median(v)
+                    rows.append([f"{size[0]}x{size[1]}", c, args.stub_samples, f"{dt:.2f}", f"{dt / args.stub_samples * 1000:.1f}"])
             finally:
                 parent.send("stop")
                 proc.join(timeout=10)
@@ -132,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
                   "row (whole run / samples)")
             print(tabulate(rows, headers=["image", "concurrency", "samples", "seconds", "ms per request"],
                            tablefmt="github"), flush=True)
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+            for size in sizes:
+                print(ratio_line(f"{size[0]}x{size[1]}: concurrency 1 / concurrency 16 wall time",
+                                 walls[(size, 1)], walls[(size, 16)]))
+            print(ratio_line("1024x768 / 224x224 at concurrency 1", walls[(sizes[0], 1)], walls[(sizes[1], 1)]))
+    print(load_line())
     return 0
 
 

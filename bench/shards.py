@@ -11,7 +11,7 @@ average before and after, since the machine is shared: with 2 cores, the curve i
 Needs data/default (``make data``) and a Docker Engine; the base image the lock names is built when
 the engine lacks it (``make base``). Usage:
 ``python bench/shards.py [--shards 4] [--reps 1] [--concurrency 1 2 4] [--base-lock FILE]
-[--models ocr] [--benchmarks text]`` (a subset of the study's models and benchmarks, when three whole
+[--models ocr] [--benchmarks text] [--quick]`` (a subset of the study's models and benchmarks, when three whole
 runs do not fit the time there is; the default is the whole study).
 """
 
@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _rounds import add_quick, load_line, ratio_line
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -36,7 +38,12 @@ def main() -> int:
     ap.add_argument("--base-lock", type=Path, default=REPO / "images/base/base.lock.json")
     ap.add_argument("--models", nargs="+", help="a subset of the study's models (default: all)")
     ap.add_argument("--benchmarks", nargs="+", help="a subset of the study's benchmarks (default: all)")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:
+        args.shards, args.reps, args.concurrency = 2, 2, [1, 2]
+        args.models, args.benchmarks = args.models or ["center"], args.benchmarks or ["sheets"]
+    print(load_line())
 
     from pointfail_runner import plan as pmod
     from pointfail_runner.base import ensure_base
@@ -77,6 +84,9 @@ def main() -> int:
         la = statistics.mean(x[1][0] for x in loads[c])
         print(f"  {c} concurrent shard(s): {med:7.1f} s  speed-up x{base / med:.2f}  ({n / med:.2f} samples/s)  "
               f"load average (1 min) {lb:.2f} before, {la:.2f} after")
+    for c in args.concurrency[1:]:
+        print(ratio_line(f"speed-up of {c} concurrent shards over {args.concurrency[0]}", runs[args.concurrency[0]], runs[c]))
+    print(load_line())
     return 0
 
 

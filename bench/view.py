@@ -14,7 +14,8 @@ records), ``read`` (``records.read_records``: what the site builder reads with),
 files, images). Then in the browser: time from navigation to the list rendered (all index chunks
 parsed, counts computed, the shown rows' annotation files loaded, first page drawn), time to apply each of several filters (hash change to
 the list redrawn with its annotations, measured in the page), and the first render of a sample page (its detail file
-loaded on demand). Usage: ``python bench/view.py [--per-cell 4500] [--images 100] [--repeat 3]``.
+loaded on demand). Usage: ``python bench/view.py [--per-cell 4500] [--images 100] [--repeat 3] [--quick]`` (``--quick``
+leaves the browser out).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from _rounds import add_quick, load_line, ratio_line, ratio_stats, rounds
 
 from pointfail.aggregate import aggregate
 from pointfail.records import read_records, records_files
@@ -80,12 +83,6 @@ def draw_images(root: Path, k: int) -> int:
             im.save(p)
             n += 1
     return n
-
-
-def timed(fn) -> tuple[float, float]:
-    c0, w0 = time.process_time(), time.perf_counter()
-    fn()
-    return time.process_time() - c0, time.perf_counter() - w0
 
 
 def dir_size(d: Path, pattern: str = "**/*") -> tuple[int, int]:
@@ -143,7 +140,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="write the checkout here instead of a temporary folder (kept)")
     ap.add_argument("--site", type=Path, help="only time the pages of an existing site (written by an earlier --keep run)")
+    add_quick(ap)
     args = ap.parse_args()
+    if args.quick:  # the browser's page timings are left out: they need Chromium and take a minute
+        args.per_cell, args.images, args.repeat = 10, 2, 2
+    print(load_line())
     if args.site:
         print_browser(browser_timings(args.site, args.repeat), args.repeat)
         return
@@ -181,17 +182,17 @@ def main() -> None:
             "view (fresh)": view_fresh,
             "view (rebuild, images reused)": lambda: results.__setitem__("again", build_site(study, site)),
         }
-        cpu = {k: float("inf") for k in steps}
-        wall = {k: float("inf") for k in steps}
-        for _ in range(args.repeat):
-            for k, fn in steps.items():
-                c, w = timed(fn)
-                cpu[k], wall[k] = min(cpu[k], c), min(wall[k], w)
-        base = cpu["read"]
-        print(f"\nbest of {args.repeat} interleaved rounds; ratios of CPU time")
+        cpu_rounds, wall_rounds = rounds(steps, args.repeat)
+        cpu = {k: statistics.median(v) for k, v in cpu_rounds.items()}
+        wall = {k: statistics.median(v) for k, v in wall_rounds.items()}
+        print(f"\nmedian of {args.repeat} interleaved rounds; ratios of CPU time per round, their median")
         print(f"{'step':<32}{'cpu s':>8}{'wall s':>8}{'/ read':>8}{'/ json':>8}")
         for k in steps:
-            print(f"{k:<32}{cpu[k]:>8.2f}{wall[k]:>8.2f}{cpu[k] / base:>8.2f}{cpu[k] / cpu['json']:>8.2f}")
+            print(f"{k:<32}{cpu[k]:>8.2f}{wall[k]:>8.2f}{ratio_stats(cpu_rounds[k], cpu_rounds['read'])[1]:>8.2f}"
+                  f"{ratio_stats(cpu_rounds[k], cpu_rounds['json'])[1]:>8.2f}")
+        print(ratio_line("view (fresh) / read", cpu_rounds["view (fresh)"], cpu_rounds["read"]))
+        print(ratio_line("view (rebuild) / read", cpu_rounds["view (rebuild, images reused)"], cpu_rounds["read"]))
+        print(load_line())
         fresh = results["fresh"]
         again = results["again"]
         print("\nsite steps (fresh build, wall s): " + ", ".join(f"{k} {v:.2f}" for k, v in fresh.seconds.items()))
@@ -210,6 +211,8 @@ def main() -> None:
             print(f"  {label:<24}{c:>7} files {s / 1e6:>9.1f} MB")
         print(f"  {'total':<24}{total_files:>7} files {total / 1e6:>9.1f} MB   (records JSONL: {jsonl / 1e6:.1f} MB)")
 
+        if args.quick:
+            return
         if not Path(CHROMIUM).exists():
             print(f"\nno browser at {CHROMIUM}: page timings skipped")
             return

@@ -83,3 +83,32 @@ def test_lazy_names_are_not_imported_before_use():
         "assert 'pointfail.benchmarks' in sys.modules\n"
     )
     assert _loaded_after(code) == []
+
+
+def test_score_command_for_a_box_imports_no_numpy():
+    """``pointfail score`` against a box target runs without numpy (and OpenBLAS's threads): the mask
+    machinery is imported only for mask and polygon targets (issue 30); a mask target still loads it."""
+    probe = (
+        "import json, sys\n"
+        "from pointfail.cli import main\n"
+        "rc = main(['score', '--family', 'molmo', '--image-size', '1024', '768', '--box', '100', '100', '200', '200',\n"
+        "           '--text', '<point x=\"14.6\" y=\"19.5\" alt=\"x\">x</point>'])\n"
+        "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] == 'numpy')[:1]]))\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert json.loads(lines[0])["outcome"] == "hit"
+    assert json.loads(lines[-1]) == [0, []]
+    mask = _loaded_numpy_after("from pointfail.geometry import TargetRegion\n"
+                               "TargetRegion.from_mask_array([[True, False]])\n")
+    assert mask == ["numpy"]
+
+
+def _loaded_numpy_after(code: str) -> list[str]:
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in sys.modules if m == 'numpy')))\n"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -62,7 +62,8 @@ class ComplianceCounts:
         size = (rec.image.width, rec.image.height)
         try:
             region = TargetRegion.from_target(rec.target, size, base_dir=self.base_dir)
-            d = frame_compliance(rec.family, rec.response.raw_text or "", size, region, rec.response.model_input_size)
+            d = frame_compliance(rec.family, rec.response.raw_text or "", size, region, rec.response.model_input_size,
+                                 distances=False)
         except (GeometryError, OSError, ValueError, KeyError):
             self.not_computed += 1
             return

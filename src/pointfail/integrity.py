@@ -20,9 +20,12 @@ the file, the line and the sample, and the first field that differs. Besides:
 * a ``mask`` target whose file is not on disk cannot be scored again: its parse is still checked,
   its outcome and geometry are counted as not re-derived (the count is reported, never a failure).
 
-**Digests.** ``tables/records.sha256`` lists, for every record, the sha256 of its canonical JSON line
-(``Record.to_json``), by file and sample id, sorted, so it does not depend on the order of lines in a
-records file. ``aggregate`` writes it with the tables and ``SHA256SUMS`` lists it, so ``SHA256SUMS``
+**Digests.** ``tables/records.sha256`` lists, for every record, the sha256 of its line as stored in
+its records file (:func:`line_digest`: the bytes up to and including the ``\n``), by file and sample
+id, sorted, so it does not depend on the order of lines in a records file. ``write_records`` writes
+every line as the record's canonical JSON (``Record.to_json``), so for such a file the digest is
+:func:`record_digest` of the record; hashing the stored bytes costs no second serialization and
+catches any changed byte, whitespace included. ``aggregate`` writes it with the tables and ``SHA256SUMS`` lists it, so ``SHA256SUMS``
 covers the records too. ``verify`` compares every record with its committed digest and names each
 sample whose record changed (one changed byte in ``image.sha256``, which cannot be re-derived without
 the image, is caught here), and each sample added or removed.
@@ -36,20 +39,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from array import array
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 from pointfail.records import Record
 
-__all__ = ["DIGESTS_NAME", "RecordDigests", "IntegrityCheck", "rederive", "parse_digests", "record_digest"]
+__all__ = ["DIGESTS_NAME", "FileFinder", "IntegrityCheck", "RecordDigests", "line_digest", "parse_digests", "record_digest",
+           "rederive"]
 
 DIGESTS_NAME = "records.sha256"
 """The file of per-record digests in a study's ``tables/``."""
 
 
 def record_digest(record: Record) -> str:
-    """sha256 (hex) of the record's canonical JSON line."""
+    """sha256 (hex) of the record's canonical JSON line (``Record.to_json``)."""
     return hashlib.sha256(record.to_json().encode("utf-8")).hexdigest()
+
+
+def line_digest(raw: bytes) -> bytes:
+    """sha256 (32 bytes) of one stored records line, ``raw`` including its ``\n``
+    (:func:`pointfail.records.enumerate_record_lines`). For a line written by ``write_records`` it is
+    :func:`record_digest` of the record, in binary."""
+    return hashlib.sha256(raw).digest()
 
 
 def _key(path: Path) -> str:
@@ -57,22 +71,44 @@ def _key(path: Path) -> str:
 
 
 class RecordDigests:
-    """An observer of a records scan (``observe(record, path, line)``) that collects each record's
-    digest; :meth:`file_bytes` is the ``records.sha256`` file."""
+    """The per-record digests of one records scan, packed: each distinct sample id is kept once (an
+    index into a table of names), and per records file an array of those indices beside a
+    ``bytearray`` of 32-byte binary digests, about 36 bytes per record. :meth:`add` notes one
+    record (``aggregate.load_study`` calls it with the digest it computed once per line);
+    :meth:`file_bytes` is the ``records.sha256`` file."""
 
     def __init__(self) -> None:
-        self.lines: list[tuple[bytes, bytes, str]] = []
+        self._index: dict[str, int] = {}
+        self._names: list[str] = []
+        self._files: dict[str, tuple[array, bytearray]] = {}
 
-    def observe(self, record: Record, path: Path, line: int) -> None:
-        """Note one record's digest (by file and sample id)."""
-        self.lines.append((_key(path).encode("utf-8"), record.sample_id.encode("utf-8"), record_digest(record)))
+    def add(self, path: Path, sample_id: str, digest: bytes) -> None:
+        """Note one record's binary digest (:func:`line_digest`) by its file and sample id."""
+        k = self._index.get(sample_id)
+        if k is None:
+            k = self._index[sample_id] = len(self._names)
+            self._names.append(sample_id)
+        f = _key(path)
+        cell = self._files.get(f)
+        if cell is None:
+            cell = self._files[f] = (array("I"), bytearray())
+        cell[0].append(k)
+        cell[1].extend(digest)
+
+    def __len__(self) -> int:
+        return sum(len(ids) for ids, _ in self._files.values())
 
     def file_bytes(self) -> bytes:
         """The ``records.sha256`` bytes: one line per record, sorted by file then sample id (UTF-8
         bytes), independent of line order, hash seed and locale."""
         out = []
-        for f, sid, digest in sorted(self.lines):
-            out.append(f"{digest}  {f.decode('utf-8')}  {json.dumps(sid.decode('utf-8'), ensure_ascii=False)}\n")
+        names = self._names
+        for f in sorted(self._files, key=lambda x: x.encode("utf-8")):
+            ids, digests = self._files[f]
+            order = sorted(range(len(ids)), key=lambda j: (names[ids[j]].encode("utf-8"), digests[32 * j:32 * j + 32]))
+            for j in order:
+                sid = names[ids[j]]
+                out.append(f"{digests[32 * j:32 * j + 32].hex()}  {f}  {json.dumps(sid, ensure_ascii=False)}\n")
         return "".join(out).encode("utf-8")
 
 
@@ -101,17 +137,58 @@ def parse_digests(data: bytes) -> dict[tuple[str, str], str]:
 # ------------------------------------------------------------------------------- re-derivation
 
 
-def _find(path: Optional[str], roots: list[Path]) -> Optional[Path]:
-    if not path:
+class FileFinder:
+    """Image and mask files looked up for re-derivation, each folder listed once.
+
+    A relative path is tried under each root in order (:attr:`roots`), an absolute one as it is; a
+    path is found when its folder's listing (``os.scandir``, entries that are files after following
+    links, as ``Path.is_file`` decides) has its name. Each folder is listed once per finder and each
+    found file hashed once (:meth:`sha256`), so a study whose images are absent costs one listing per
+    folder, not one ``stat`` per record and root, and an image shared by several records (several
+    prompts, several models) is hashed once."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = list(roots)
+        self._listings: dict[str, frozenset[str]] = {}
+        self._hashes: dict[Path, str] = {}
+
+    def _names(self, folder: Path) -> frozenset[str]:
+        key = os.fspath(folder)
+        names = self._listings.get(key)
+        if names is None:
+            found: set[str] = set()
+            try:
+                with os.scandir(folder) as it:
+                    for e in it:
+                        try:
+                            if e.is_file():
+                                found.add(e.name)
+                        except OSError:  # a link loop: not a file
+                            continue
+            except OSError:  # no such folder, or not readable: nothing is found in it
+                pass
+            names = frozenset(found)
+            self._listings[key] = names
+        return names
+
+    def find(self, path: Optional[str]) -> Optional[Path]:
+        """The file ``path`` names (see the class docstring), else ``None``."""
+        if not path:
+            return None
+        p = Path(path)
+        for c in ([p] if p.is_absolute() else [r / p for r in self.roots]):
+            if c.name and c.name in self._names(c.parent):
+                return c
         return None
-    p = Path(path)
-    if p.is_absolute():
-        return p if p.is_file() else None
-    for r in roots:
-        c = r / p
-        if c.is_file():
-            return c
-    return None
+
+    def sha256(self, path: Path) -> str:
+        """Hex sha256 of a found file's bytes, hashed once per finder. Raises ``OSError`` if unreadable."""
+        h = self._hashes.get(path)
+        if h is None:
+            from pointfail.records import sha256_file
+
+            h = self._hashes[path] = sha256_file(path)
+        return h
 
 
 def _short(v: Any) -> str:
@@ -138,12 +215,14 @@ def _first_difference(a: Any, b: Any, where: str) -> Optional[str]:
     return None
 
 
-def rederive(record: Record, roots: list[Path]) -> tuple[list[str], bool]:
+def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[list[str], bool]:
     """Re-derive one record (rules in the module docstring).
 
     Args:
         record: the stored record.
-        roots: folders that relative image and mask paths are looked up in, in order.
+        roots: folders that relative image and mask paths are looked up in, in order, or a
+            :class:`FileFinder` over them (a scan of many records passes one, so each folder is
+            listed and each file hashed once).
 
     Returns:
         ``(problems, scored)``: one line per field that does not follow from the raw text and target
@@ -154,6 +233,7 @@ def rederive(record: Record, roots: list[Path]) -> tuple[list[str], bool]:
     from pointfail.records import Sample
     from pointfail.scoring import build_record
 
+    finder = roots if isinstance(roots, FileFinder) else FileFinder(roots)
     problems: list[str] = []
     target = record.target
     if target.kind == "boxes" and target.boxes is not None and target.sha256 is not None:
@@ -162,58 +242,60 @@ def rederive(record: Record, roots: list[Path]) -> tuple[list[str], bool]:
         if target.sha256 not in (boxes_sha256(as_written), boxes_sha256(target.boxes)):
             problems.append(f"target.sha256: stored {target.sha256[:16]}..., the boxes hash to "
                             f"{boxes_sha256(as_written)[:16]}...")
-    image = _find(record.image.path, roots)
-    if image is not None and record.image.sha256 is not None:
-        from pointfail.records import sha256_file
-
-        if sha256_file(image) != record.image.sha256:
+    if record.image.sha256 is not None:
+        image = finder.find(record.image.path)
+        if image is not None and finder.sha256(image) != record.image.sha256:
             problems.append(f"image.sha256: stored {record.image.sha256[:16]}..., the file {image} hashes otherwise")
     scored = True
-    base_dir = None
     if target.kind == "mask":
-        mask = _find(target.mask_path, roots)
+        mask = finder.find(target.mask_path)
         if mask is None:
             scored = False
         else:
             target = target.model_copy(update={"mask_path": str(mask)})
-            if record.target.sha256 is not None:
-                from pointfail.records import sha256_file
-
-                if sha256_file(mask) != record.target.sha256:
-                    problems.append(f"target.sha256: stored {record.target.sha256[:16]}..., the mask {mask} hashes "
-                                    "otherwise")
+            if record.target.sha256 is not None and finder.sha256(mask) != record.target.sha256:
+                problems.append(f"target.sha256: stored {record.target.sha256[:16]}..., the mask {mask} hashes "
+                                "otherwise")
     sample = Sample(sample_id=record.sample_id, benchmark=record.benchmark, image=record.image,
                     instruction=record.prompt.original, task=record.task, target=target, metadata=record.metadata)
     try:
         derived = build_record(study=record.study, model=record.model, family=record.family, sample=sample,
-                               prompt=record.prompt, response=record.response, provenance=record.provenance,
-                               base_dir=base_dir)
+                               prompt=record.prompt, response=record.response, provenance=record.provenance)
     except KeyError as e:
         return [*problems, f"family: {e}"], False
-    stored = record.model_dump(mode="json")
-    again = derived.model_dump(mode="json")
     fields: tuple[str, ...] = ("parse", "outcome", "error", "geometry", "official") if scored else ("parse",)
     if not scored and record.response.error:
         fields = ("parse", "outcome", "error")
     for f in fields:
-        d = _first_difference(stored.get(f), again.get(f), f)
+        a, b = getattr(record, f), getattr(derived, f)
+        if a == b:  # the same values (pydantic compares field by field): nothing to dump
+            continue
+        d = _first_difference(_json_of(a), _json_of(b), f)
         if d:
             problems.append(d)
             break
     return problems, scored
 
 
+def _json_of(v: Any) -> Any:
+    """A field's JSON value (as ``model_dump(mode="json")`` gives it), for naming a difference."""
+    from pydantic import BaseModel
+
+    return v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+
+
 class IntegrityCheck:
     """``pointfail verify``'s check over every record (see the module docstring): an observer of the
-    one records scan with :meth:`observe` and :meth:`problems`."""
+    one records scan with :meth:`observe_line` (the record, its stored line and that line's digest,
+    computed once by the scan), :meth:`observe` (the same from the record alone) and :meth:`problems`."""
 
     def __init__(self, study_dir: Union[str, Path]):
         self.study_dir = Path(study_dir)
         repo = self.study_dir.resolve().parent.parent
         self.roots = [Path.cwd(), repo]
+        self.finder = FileFinder(self.roots)
         self.problem_lines: list[str] = []
         self.unscored = 0
-        self.seen: set[tuple[str, str]] = set()
         self.committed: Optional[dict[tuple[str, str], str]] = None
         digests = self.study_dir / "tables" / DIGESTS_NAME
         if digests.is_file():
@@ -226,23 +308,27 @@ class IntegrityCheck:
                                       "SHA256SUMS covers the records")
 
     def observe(self, record: Record, path: Path, line: int) -> None:
-        """Check one record (re-derivation, folder, digest)."""
+        """Check one record given alone: its digest is that of its canonical line (:func:`record_digest`)."""
+        self.observe_line(record, path, line, record.to_json().encode("utf-8"),
+                          bytes.fromhex(record_digest(record)))
+
+    def observe_line(self, record: Record, path: Path, line: int, raw: bytes, digest: bytes) -> None:
+        """Check one record (re-derivation, folder, digest); ``raw`` is its stored line, ``digest``
+        :func:`line_digest` of it."""
         where = f"{path}:{line} sample {record.sample_id!r}"
         if record.model != path.parent.name or record.benchmark != path.stem:
             self.problem_lines.append(f"{where}: model/benchmark {record.model}/{record.benchmark} is not its file "
                                       f"{path.parent.name}/{path.name}")
-        problems, scored = rederive(record, self.roots)
+        problems, scored = rederive(record, self.finder)
         if not scored:
             self.unscored += 1
         for p in problems:
             self.problem_lines.append(f"{where}: {p} (does not follow from its raw reply and target)")
-        key = (_key(path), record.sample_id)
-        self.seen.add(key)
         if self.committed is not None:
-            want = self.committed.get(key)
+            want = self.committed.pop((_key(path), record.sample_id), None)  # what is left was removed
             if want is None:
                 self.problem_lines.append(f"{where}: not in the committed {DIGESTS_NAME} (a record added)")
-            elif want != record_digest(record):
+            elif want != digest.hex():
                 self.problem_lines.append(f"{where}: differs from its committed digest in {DIGESTS_NAME} "
                                           "(the record was changed)")
 
@@ -250,7 +336,7 @@ class IntegrityCheck:
         """Every problem found, in scan order, then samples of the committed digests that no record has."""
         out = list(self.problem_lines)
         if self.committed is not None:
-            for f, sid in sorted(set(self.committed) - self.seen):
+            for f, sid in sorted(self.committed):
                 out.append(f"{self.study_dir / f} sample {sid!r}: in the committed {DIGESTS_NAME} but no record has it "
                            "(a record removed)")
         return out

@@ -589,6 +589,15 @@ def enumerate_records(path: str | Path) -> Iterator[tuple[int, Record]]:
             (wrong ``schema_version``, missing or unknown field, wrong type, NaN).
         OSError: the file cannot be read.
     """
+    for i, rec, _ in enumerate_record_lines(path):
+        yield i, rec
+
+
+def enumerate_record_lines(path: str | Path) -> Iterator[tuple[int, Record, bytes]]:
+    """:func:`enumerate_records` with each record's line as read: ``(line_number, record, raw)``,
+    ``raw`` the line's bytes including its ``\n`` (a final line without one is given one), so a
+    caller can hash the stored line once (``pointfail.integrity.line_digest``) instead of
+    serializing the record again. Same validation and errors as :func:`enumerate_records`."""
     p = Path(path)
     validate = Record.model_validate_json
     with open(p, "rb") as f:
@@ -601,7 +610,7 @@ def enumerate_records(path: str | Path) -> Iterator[tuple[int, Record]]:
                 first = e.errors()[0]
                 loc = ".".join(str(x) for x in first.get("loc", ()))
                 raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}{_sample_of(raw)}") from None
-            yield i, rec
+            yield i, rec, raw if raw.endswith(b"\n") else raw + b"\n"
 
 
 _SAMPLE_ID = re.compile(rb'"sample_id"\s*:\s*"((?:[^"\\\n]|\\.){1,512})"')

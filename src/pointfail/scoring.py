@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pointfail.geometry import GeometryError, TargetRegion, image_size as _read_image_size, load_mask, to_pixels
+from pointfail.geometry import GeometryError, TargetRegion, to_pixels  # masks (numpy) only when a mask is scored
 from pointfail.geometry.shapes import box_center, valid_box
 from pointfail.records import (
     BoxScore,
@@ -490,12 +490,16 @@ def score_prediction(
     tgt = target_from_args(mask_path, box, target)
     size: Optional[tuple[int, int]] = None
     if image_path is not None:
+        from pointfail.geometry import image_size as _read_image_size
+
         size = _read_image_size(image_path)
         if image_size is not None and tuple(int(v) for v in image_size) != size:
             raise ValueError(f"image_size {tuple(image_size)} differs from {image_path}'s size {size}")
     elif image_size is not None:
         size = (int(image_size[0]), int(image_size[1]))
     elif tgt.kind == "mask" and tgt.mask_path:
+        from pointfail.geometry import load_mask
+
         h, w = load_mask(tgt.mask_path).shape
         size = (w, h)
     else:
@@ -594,6 +598,25 @@ COMPLIANCE_READINGS: tuple[tuple[str, str, Optional[float], str], ...] = (
 
 _TOKEN_FRAME_KINDS = ("bins", "patch_grid", "bin_index")
 
+_IDENTITY: dict[int, tuple[Any, Any]] = {}
+
+
+def _identity_family(fam: Any) -> Any:
+    """A copy of ``fam`` whose frame is the identity (``unit``, scale 1, the declared x/y order): its
+    parse yields the numbers as the model wrote them. Made once per family object (keyed by its id,
+    the object kept beside it so the id is not reused)."""
+    import copy
+
+    from pointfail.frames import Frame
+
+    hit = _IDENTITY.get(id(fam))
+    if hit is not None and hit[0] is fam and hit[1].frame.order == fam.frame.order:
+        return hit[1]
+    identity = copy.copy(fam)
+    identity.frame = Frame("raw_numbers", "unit", 1.0, fam.frame.order, "the numbers as written")
+    _IDENTITY[id(fam)] = (fam, identity)
+    return identity
+
 
 def frame_compliance(
     family: Any,
@@ -601,6 +624,8 @@ def frame_compliance(
     image_size: Sequence[int],
     region: TargetRegion,
     model_input_size: Optional[Sequence[int]] = None,
+    *,
+    distances: bool = True,
 ) -> dict[str, Any]:
     """Coordinate-frame compliance diagnostic: would the primary point have hit under other readings
     of the same numbers? **Diagnostic only**: it never changes the outcome, which is always the
@@ -630,6 +655,8 @@ def frame_compliance(
         image_size: ``(W, H)`` pixels of the original image; must equal ``region.image_size``.
         region: the target (:meth:`pointfail.geometry.TargetRegion.from_target`).
         model_input_size: ``(Wr, Hr)`` of the resized model input, when known.
+        distances: compute each reading's ``distance_px`` (``False``: left ``None``; the
+            aggregate table counts hits only).
 
     Returns:
         A JSON-ready dict::
@@ -650,8 +677,6 @@ def frame_compliance(
         KeyError: unknown family.
         ValueError: ``image_size`` differs from the region's.
     """
-    import copy
-
     from pointfail.frames import Frame, FrameError
 
     fam = _resolve_family(family)
@@ -660,9 +685,7 @@ def frame_compliance(
         raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
     mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
     declared: Frame = fam.frame
-    identity = copy.copy(fam)
-    identity.frame = Frame("raw_numbers", "unit", 1.0, declared.order, "the numbers as written")
-    raw_parse = identity.parse(raw_text, size, None, task="point")
+    raw_parse = _identity_family(fam).parse(raw_text, size, None, task="point")
     raw = primary_point(raw_parse)
 
     token_frame = declared.kind in _TOKEN_FRAME_KINDS
@@ -688,7 +711,8 @@ def frame_compliance(
             else:
                 r["primary"] = pt
                 r["hit"] = region.contains(pt)
-                r["distance_px"] = region.distance_px(pt)
+                if distances:
+                    r["distance_px"] = region.distance_px(pt)
         readings.append(r)
     return {
         "diagnostic": True,

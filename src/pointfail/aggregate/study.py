@@ -22,7 +22,7 @@ from typing import Any, Optional, Protocol
 from pointfail.aggregate.counting import Counts, DuplicateSample
 from pointfail.aggregate.registry import TableBuilder, builders, needs_records, needs_rows
 from pointfail.aggregate.rows import POOLED, row_from_record
-from pointfail.records import Record, enumerate_records, gc_paused, records_files
+from pointfail.records import Record, enumerate_record_lines, gc_paused, records_files
 from pointfail.study import AggregateSpec
 
 __all__ = [
@@ -41,7 +41,10 @@ class AggregateError(ValueError):
 
 
 class RecordObserver(Protocol):
-    """Something that sees every full record of a scan (``verify``'s checks)."""
+    """Something that sees every full record of a scan (``verify``'s checks). An observer that also
+    defines ``observe_line(record, path, line, raw, digest)`` is called with that instead: ``raw``
+    the record's stored line (bytes, ending in ``\n``), ``digest`` its 32-byte sha256
+    (:func:`pointfail.integrity.line_digest`), computed once per record by the scan and shared."""
 
     def observe(self, record: Record, path: Path, line: int) -> None:
         """One record, read from ``path`` at 1-based ``line``."""
@@ -74,8 +77,9 @@ class Study:
     carries ``split = unseen`` and the ``directive_suffix`` only the RefSpatial-Bench loader sets):
     their tables carry the publisher's warning (:data:`pointfail.benchmarks.refspatial.UNSEEN_WARNING`)."""
     digests: Any = None
-    """:class:`pointfail.integrity.RecordDigests` of the scan: ``tables/records.sha256``, which
-    ``SHA256SUMS`` lists, so it covers the records as well as the tables."""
+    """:class:`pointfail.integrity.RecordDigests` of the scan (the sha256 of every stored line, computed
+    once per record): ``tables/records.sha256``, which ``SHA256SUMS`` lists, so it covers the records
+    as well as the tables."""
 
     @property
     def incomplete(self) -> bool:
@@ -153,10 +157,11 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders(),
                   judge_note=judge_note)
     counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
-    from pointfail.integrity import RecordDigests
+    from pointfail.integrity import RecordDigests, line_digest
 
-    study.digests = RecordDigests()
-    observers = [study.digests, *observers]
+    digests = study.digests = RecordDigests()
+    line_observers = [o.observe_line for o in observers if hasattr(o, "observe_line")]
+    plain_observers = [o.observe for o in observers if not hasattr(o, "observe_line")]
     folds = [b.add for b in study.builders if needs_rows(b)]
     absent_folds = [b.add for b in study.builders if needs_rows(b) and b.absent_rows]
     record_folds = [b.observe for b in study.builders if needs_records(b)]
@@ -165,9 +170,13 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     n = 0
     with gc_paused():
         for p in files:
-            for i, rec in enumerate_records(p):
-                for o in observers:
-                    o.observe(rec, p, i)
+            for i, rec, raw in enumerate_record_lines(p):
+                digest = line_digest(raw)  # once per record: records.sha256 and verify's check share it
+                digests.add(p, rec.sample_id, digest)
+                for observe_line in line_observers:
+                    observe_line(rec, p, i, raw, digest)
+                for observe_plain in plain_observers:
+                    observe_plain(rec, p, i)
                 for observe in record_folds:
                     observe(rec)
                 row = row_from_record(rec)

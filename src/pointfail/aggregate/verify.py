@@ -79,14 +79,18 @@ DATA_TABLES = ("frame_compliance.md", "frame_compliance.csv")
 
 class _MaskFiles:
     """Record observer: mask files a study's records name that are not on this machine (paths as the
-    records give them, resolved against the working directory as the compliance diagnostic does)."""
+    records give them, resolved against the working directory as the compliance diagnostic does;
+    each folder listed once, :class:`pointfail.integrity.FileFinder`)."""
 
     def __init__(self) -> None:
+        from pointfail.integrity import FileFinder
+
         self.missing: set[str] = set()
+        self._finder = FileFinder([Path()])
 
     def observe(self, rec, path, i) -> None:  # noqa: ARG002 - the observer interface
-        mp = getattr(rec.target, "mask_path", None)
-        if rec.target.kind == "mask" and mp and not Path(mp).is_file():
+        mp = rec.target.mask_path
+        if rec.target.kind == "mask" and mp and mp not in self.missing and self._finder.find(mp) is None:
             self.missing.add(mp)
 
     def problems(self) -> list[str]:

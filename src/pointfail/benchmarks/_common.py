@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import unicodedata
 from collections.abc import Container, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from pointfail.limits import MAX_IMAGE_BYTES
 from pointfail.records import ImageRef, canonical_json, sha256_bytes
@@ -128,22 +129,97 @@ def nfc(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
+def _plain_relative(rel: str) -> bool:
+    """A relative path with no ``..``, ``.`` or empty component, no backslash or NUL."""
+    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
+        return False
+    return not any(part in ("", ".", "..") for part in rel.split("/"))
+
+
 def contained(root: Path, relative: str) -> Path | None:
     """``root / relative`` when ``relative`` (a name from a benchmark's metadata) is a relative path
     with no ``..``, ``.`` or empty component, no backslash or NUL, and the joined path, with every
     symlink resolved, is still inside ``root``; else ``None`` (the caller reports the row). A
-    benchmark row can name files in its dataset folder and nothing else (issue 12)."""
-    rel = str(relative)
-    if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/"):
-        return None
-    if any(part in ("", ".", "..") for part in rel.split("/")):
-        return None
-    p = root / rel
-    try:
-        r, q = root.resolve(), p.resolve()
-    except (OSError, RuntimeError):  # a symlink loop
-        return None
-    return p if q.is_relative_to(r) else None
+    benchmark row can name files in its dataset folder and nothing else (issue 12). For many names
+    in one load, :class:`Containment` gives the same answers with each folder resolved once."""
+    return Containment().contained(root, relative)
+
+
+class Containment:
+    """:func:`contained` for the many names of one load, with each root and each folder resolved once
+    and each folder listed once (``os.scandir``), instead of resolving every name's path component by
+    component (an ``lstat`` per component per row).
+
+    The rule is :func:`contained`'s: the name's folder, every symlink resolved, must be inside the
+    resolved root; the name itself is then inside unless it is a symlink, which is resolved and
+    checked. :meth:`is_file` answers for a path :meth:`contained` returned from the same listing (a
+    regular file, or a symlink to one). Make one per load: the listings are not refreshed."""
+
+    def __init__(self) -> None:
+        self._roots: dict[Path, Optional[Path]] = {}
+        self._dirs: dict[tuple[Path, str], Optional[Path]] = {}
+        self._listings: dict[Path, dict[str, tuple[bool, bool]]] = {}
+        self._files: dict[Path, bool] = {}
+
+    def _real(self, root: Path) -> Optional[Path]:
+        if root not in self._roots:
+            try:
+                self._roots[root] = root.resolve()
+            except (OSError, RuntimeError):  # a symlink loop
+                self._roots[root] = None
+        return self._roots[root]
+
+    def _listing(self, real_dir: Path) -> dict[str, tuple[bool, bool]]:
+        names = self._listings.get(real_dir)
+        if names is None:
+            names = {}
+            try:
+                with os.scandir(real_dir) as it:
+                    for e in it:
+                        try:
+                            names[e.name] = (e.is_symlink(), e.is_file())
+                        except OSError:  # a link loop: a link, and no file
+                            names[e.name] = (True, False)
+            except OSError:  # no such folder (nothing in it exists) or not readable
+                pass
+            self._listings[real_dir] = names
+        return names
+
+    def contained(self, root: Path, relative: str) -> Path | None:
+        """``root / relative`` when it is contained (the rule of :func:`contained`), else ``None``."""
+        rel = str(relative)
+        if not _plain_relative(rel):
+            return None
+        real_root = self._real(root)
+        if real_root is None:
+            return None
+        parent, _, name = rel.rpartition("/")
+        key = (root, parent)
+        if key not in self._dirs:
+            try:
+                d: Optional[Path] = (root / parent).resolve() if parent else real_root
+            except (OSError, RuntimeError):
+                d = None
+            self._dirs[key] = d if d is not None and d.is_relative_to(real_root) else None
+        real_dir = self._dirs[key]
+        if real_dir is None:
+            return None
+        link, is_file = self._listing(real_dir).get(name, (False, False))
+        if link:
+            try:
+                if not (real_dir / name).resolve().is_relative_to(real_root):
+                    return None
+            except (OSError, RuntimeError):
+                return None
+        p = root / rel
+        self._files[p] = is_file
+        return p
+
+    def is_file(self, path: Path) -> bool:
+        """Whether ``path`` is a file (following a symlink), from the listing when :meth:`contained`
+        returned it, else ``Path.is_file``."""
+        known = self._files.get(path)
+        return path.is_file() if known is None else known
 
 
 class NfcIndex:

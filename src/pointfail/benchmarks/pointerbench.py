@@ -36,7 +36,7 @@ from pointfail.records import ImageRef, Sample, Target
 
 from pointfail.study import NAME_PATTERN
 
-from ._common import (BenchmarkError, Problems, boxes_sha256, check_box, contained, image_ref, read_json, read_jsonl,
+from ._common import (BenchmarkError, Containment, Problems, boxes_sha256, check_box, contained, image_ref, read_json, read_jsonl,
                       row_problem)
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
@@ -76,6 +76,8 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
     test = sub / "data" / "test"
     meta = test / "metadata.jsonl"
     samples: dict[str, Sample] = {}
+    paths = Containment()  # each folder resolved and listed once for every row (not an lstat per component)
+    contained, is_file = paths.contained, paths.is_file
     for line, row in read_jsonl(meta, benchmark):
         where = f"{meta}:{line}"
         absent = suite and isinstance(row, dict) and row.get("referent") == "absent"
@@ -122,7 +124,7 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
         if img_path is None:
             problems.add(f"{where}: file_name {str(row['file_name'])[:200]!r} is not a file name inside {test}")
             continue
-        if img_path.is_file():
+        if is_file(img_path):
             img = image_ref(img_path, expected_size=(W, H), problems=problems)
             if img is None:
                 continue
@@ -145,10 +147,10 @@ def _load_rows(sub: Path, benchmark: str, *, images_required: bool,
             if not any(cands):
                 problems.add(f"{where}: scene_graph {str(sg)[:200]!r} is not a file name inside {sub}")
                 continue
-            paths = [c for c in cands if c is not None]
-            found = next((c for c in paths if c.is_file()), None)
+            found_in = [c for c in cands if c is not None]
+            found = next((c for c in found_in if is_file(c)), None)
             if found is None:
-                problems.add(f"{where}: missing scene graph {paths[0]}", paths[0])
+                problems.add(f"{where}: missing scene graph {found_in[0]}", found_in[0])
                 continue
             scene_graph_path = found.as_posix()
         target = Target(kind="boxes", boxes=[box], eval=dict(ev), sha256=boxes_sha256([box]),

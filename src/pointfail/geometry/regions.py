@@ -1,17 +1,17 @@
-"""Target regions: a sample's target (mask, boxes, polygons or absent) ready for scoring."""
+"""Target regions: a sample's target (mask, boxes, polygons or absent) ready for scoring.
+
+numpy and the mask machinery (:mod:`pointfail.geometry.masks`) are imported when a mask or polygon
+region needs them, so scoring against a box target (``pointfail score --box``) starts without them."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Optional
 
 from pointfail.geometry.boxrule import POINTERBENCH_MIN_COVERAGE, POINTERBENCH_MIN_PRECISION, box_class, box_score
 from pointfail.geometry.errors import GeometryError, MaskSizeError
-from pointfail.geometry.masks import MaskInfo, load_mask_info, mask_distance
 from pointfail.geometry.shapes import (
     clip_polygon_to_box,
     pixel_of,
@@ -27,6 +27,11 @@ from pointfail.geometry.shapes import (
     valid_box,
 )
 from pointfail.records import BoxScore, Target
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from pointfail.geometry.masks import MaskInfo
 
 __all__ = ["TargetRegion"]
 
@@ -84,13 +89,13 @@ class TargetRegion:
         self.boxes: tuple[tuple[float, float, float, float], ...] = tuple(sorted_box(b) for b in boxes)
         if kind == "polygon" and not polygons:
             raise GeometryError("a polygon target needs at least one polygon")
-        self.polygons: tuple[np.ndarray, ...] = tuple(polygon_array(p) for p in polygons)
+        self.polygons: tuple["np.ndarray", ...] = tuple(polygon_array(p) for p in polygons)
         self.min_coverage = float(min_coverage)
         self.min_precision = float(min_precision)
         self._area: Optional[float] = None
 
     @property
-    def _mask(self) -> MaskInfo:
+    def _mask(self) -> "MaskInfo":
         """The decoded mask of a ``mask`` region (the constructor guarantees one)."""
         if self._mask_info is None:
             raise GeometryError(f"a {self.kind} region has no mask")
@@ -126,6 +131,8 @@ class TargetRegion:
             p = Path(target.mask_path)
             if base_dir is not None and not p.is_absolute():
                 p = Path(base_dir) / p
+            from pointfail.geometry.masks import load_mask_info
+
             info = load_mask_info(p, image_size, allow_rescale)
             return cls("mask", image_size, mask_info=info, min_coverage=cov, min_precision=prec)
         if target.kind == "boxes":
@@ -135,8 +142,12 @@ class TargetRegion:
         return cls("absent", image_size, min_coverage=cov, min_precision=prec)
 
     @classmethod
-    def from_mask_array(cls, mask: np.ndarray, **kw: Any) -> "TargetRegion":
+    def from_mask_array(cls, mask: "np.ndarray", **kw: Any) -> "TargetRegion":
         """A mask region from a boolean ``(H, W)`` array (the image size is the mask's)."""
+        import numpy as np
+
+        from pointfail.geometry.masks import MaskInfo
+
         arr = np.array(mask, dtype=bool)
         if arr.ndim != 2 or arr.size == 0:
             raise GeometryError(f"mask must be a non-empty 2-D array, got shape {arr.shape}")
@@ -147,7 +158,7 @@ class TargetRegion:
     # -- queries -----------------------------------------------------------------------------
 
     @property
-    def mask(self) -> Optional[np.ndarray]:
+    def mask(self) -> Optional["np.ndarray"]:
         """The read-only boolean ``(H, W)`` mask (``mask`` kind), else ``None``."""
         return self._mask_info.mask if self._mask_info is not None else None
 
@@ -179,6 +190,8 @@ class TargetRegion:
         if self.kind == "absent":
             return None
         if self.kind == "mask":
+            from pointfail.geometry.masks import mask_distance
+
             return mask_distance(self._mask, point_norm)
         pt = to_pixels(point_norm, self.image_size)
         if not (math.isfinite(pt[0]) and math.isfinite(pt[1])):
@@ -233,6 +246,8 @@ class TargetRegion:
                 max(b[3] for b in self.boxes),
             ]
         if self.kind == "polygon":
+            import numpy as np
+
             allp = np.concatenate(self.polygons)
             return [float(allp[:, 0].min()), float(allp[:, 1].min()), float(allp[:, 0].max()), float(allp[:, 1].max())]
         return None
@@ -264,6 +279,8 @@ class TargetRegion:
         r1 = min(h, int(math.ceil(bx[3])))
         if c1 <= c0 or r1 <= r0:
             return 0.0
+        import numpy as np
+
         cols = np.arange(c0, c1, dtype=np.float64)
         rows = np.arange(r0, r1, dtype=np.float64)
         wx = np.clip(np.minimum(cols + 1, bx[2]) - np.maximum(cols, bx[0]), 0.0, None)
