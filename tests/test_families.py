@@ -100,11 +100,21 @@ def test_families_command_lists_names_and_frames(capsys):
 
     assert main(["families", "--format", "plain"]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(ln) <= 160 for ln in lines), max(lines, key=len)  # a terminal's width, one line per family
     for fam in list_families():
-        line = next(ln for ln in out.splitlines() if ln.split()[0] == fam.name)
-        assert fam.frame.name in line
-        for ck in fam.checkpoints:
-            assert ck in line
+        line = next(ln for ln in lines if ln.split()[0] == fam.name)
+        assert f"{fam.frame.name}: " in line and f"  {', '.join(fam.frame.order)}  " in line
+        assert (fam.checkpoints[0][:10] if fam.checkpoints else " -") in line
+    assert lines[-1] == "in full (prompt, system prompt, every checkpoint): pointfail families NAME"
+    # in full: every checkpoint, the prompt as sent
+    names = [f.name for f in list_families() if len(f.checkpoints) > 1]
+    assert main(["families", *names]) == 0
+    full = capsys.readouterr().out
+    for name in names:
+        fam = get_family(name)
+        assert f"  checkpoints: {', '.join(fam.checkpoints)}" in full
+        assert fam.prompt("the Save button", "point").splitlines()[0] in full
 
 
 # ----------------------------------------------------------------------------- prompts
