@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 SKIP = {
     "judge": "relabels every miss of the study (minutes; its bytes are checked by make reproduce)",
     "judge-one": "needs a judge server",
+    "judge-agreement": "needs a second judge's labels (the committed studies have the oracle's alone)",
     "data": "downloads a benchmark",
     "weights-manifest": "needs a checkpoint",
     "score-predictions": "needs a predictions file",
