@@ -193,3 +193,25 @@ def test_notebook_renders_tables_as_tables(toy: Path, tmp_path: Path, monkeypatc
     assert headline.startswith("# Hit rate (%)") and "\n|" in headline
     assert composition.startswith("# Failure composition") and "| model " in composition
     assert list(scratch_root.iterdir()) == []
+
+def test_report_and_browser_count_the_same_records_and_say_what(tmp_path: Path) -> None:
+    """The default study's 800 records: 720 with the referent in the image (the n of every hit rate,
+    e.g. 135 of the 150-sample sheets suite per model) and 80 with an absent referent, counted apart.
+    The report's page and the browser's study page say the same sentence."""
+    import re
+
+    from pointfail.aggregate import build_tables
+    from pointfail.report import failure_profile_html
+    from pointfail.view import build_site
+
+    study = Path(__file__).resolve().parents[1] / "records" / "default"
+    loaded = load_study(study)
+    report = failure_profile_html(study, loaded.counts, build_tables(loaded))
+    site = (build_site(study, tmp_path / "site", with_images=False).out_dir / "index.html").read_text(encoding="utf-8")
+    want = ("800 records: 720 with the referent in the image (n, in every hit rate), 80 with an absent referent "
+            "(counted apart, absent.md) · 2 models · 3 benchmarks")
+    for page in (report, site):
+        counts = re.search(r'<p class="counts">(.*?)</p>', page).group(1)
+        assert counts.startswith(want), counts
+        assert "n = samples whose referent is in the image" in page
+        assert '<div class="table-scroll"><table class="data composition">' in page  # wide tables scroll

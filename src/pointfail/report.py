@@ -67,8 +67,7 @@ def failure_profile_html(study_dir: str | Path, comp: Counts, tables: dict[str, 
         st = load_study(d / "study.toml").study
         name, description = st.name, st.description
     errors = sum(comp.cells[(m, POOLED)].error for m in comp.models)
-    summary = {"records": sum(comp.cells[(m, POOLED)].n for m in comp.models), "models": len(comp.models),
-               "benchmarks": len(comp.benchmarks), "errors": errors}
+    summary = {"models": len(comp.models), "benchmarks": len(comp.benchmarks), "errors": errors}
     return study_page_html(name, description, profile_counts(comp), tables, links=False, inline_css=True, summary=summary)
 
 
