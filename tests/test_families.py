@@ -505,3 +505,16 @@ def test_decline_conventions_fixed_cases():
     # a location wins over decline words: that is a located answer (hallucinated if absent)
     r = get_family("json_pixels").parse('Not present, but maybe {"point": [10, 20]}', (640, 480))
     assert r.points and r.reason is None and "declined" not in r.flags
+
+
+def test_readme_says_which_families_answer_y_first():
+    """Every family whose frame puts y before x is named with "y first" in the README's family list
+    (a reader converting Gemini's [y, x] by hand would otherwise swap the axes)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    para = " ".join(readme.split("## Model families", 1)[1].split("\n\n")[1].split())
+    yx = sorted(f.name for f in list_families() if tuple(f.frame.order) == ("y", "x"))
+    assert yx == ["gemini", "paligemma"]
+    assert "Gemini (0–1000 grid, y first: `{\"point\": [y, x]}`" in para
+    assert "PaliGemma (`<loc0000>`..`<loc1023>` = n/1023, y first" in para
