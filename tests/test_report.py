@@ -112,7 +112,8 @@ def test_gallery_says_which_command_brings_missing_images(tmp_path: Path, monkey
     notes = [t.replace("\n", " ") for t in texts if t.startswith("image not available")]
     assert len(notes) == 10  # 2 models x 5 slots, every record's image missing
     assert all("make data STUDY=default" in n for n in notes)
-    assert any("pointfail generate sheets --n 150 --seed 20261129 --out data/default/sheets" in n for n in notes)
+    assert any("pointfail generate sheets --n 150 --seed 20261129 --absent-share 0.1 --out data/default/sheets" in n
+               for n in notes)
 
 
 def test_notebook_is_valid_and_committed() -> None:
@@ -121,6 +122,19 @@ def test_notebook_is_valid_and_committed() -> None:
     assert committed == json.dumps(reproduce_notebook(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     nb = nbformat.reads(committed, as_version=4)
     nbformat.validate(nb)
+
+
+def test_notebook_reads_a_relative_study_from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`POINTFAIL_STUDY=records/default jupyter lab notebooks/reproduce.ipynb` from the root: the kernel
+    runs in notebooks/, and the study is still the root's records/default."""
+    monkeypatch.setenv("POINTFAIL_STUDY", "records/default")
+    monkeypatch.chdir(REPO / "notebooks")
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    setup = next(c for c in reproduce_notebook()["cells"] if c["cell_type"] == "code")
+    ns: dict = {}
+    exec(compile("".join(setup["source"]), "reproduce.ipynb", "exec"), ns)
+    ns["SCRATCH"].cleanup()
+    assert ns["STUDY"] == REPO / "records" / "default" and ns["STUDY"].is_dir()
 
 
 @pytest.mark.slow
