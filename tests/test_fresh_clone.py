@@ -70,10 +70,17 @@ def test_readme_commands_leave_a_fresh_clone_clean(tmp_path):
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=300)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(clone / "src"), str(clone / "runner" / "src")]),
            "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1"}
+    printed = {}
     for args in readme_commands():
         r = subprocess.run([sys.executable, "-m", "pointfail", *args], cwd=clone, env=env, capture_output=True,
                            text=True, timeout=600)
         assert r.returncode == 0, (args, r.stdout[-2000:], r.stderr[-2000:])
+        printed[args[0]] = printed.get(args[0], "") + r.stdout
+    # the summary the README shows for the replies example is what evaluate printed, line for line
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("with a summary that fits 160 columns:\n\n```\n", 1)[1].split("```", 1)[0]
+    lines = [line.rstrip() for line in printed["evaluate"].splitlines()]
+    assert all(line.rstrip() in lines for line in shown.splitlines() if line), shown
     assert (clone / "results" / "molmo-sheets" / "tables" / "headline.csv").is_file()  # they did run
     assert (clone / "records" / "default" / "report").is_dir()
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone,
