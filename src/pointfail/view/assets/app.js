@@ -189,8 +189,8 @@
   }
   function annotBox(cls, src, g, note, enlarge, numbers, alt) {
     var box = h('div', { 'class': 'annot ' + cls, style: 'aspect-ratio:' + g.w + '/' + g.h });
-    // the sample's own image loads at once (a headless `chromium --screenshot` never scrolls a lazy one into view);
-    // thumbnails in lists and panels load as they scroll into view
+    // the sample's own image loads at once; thumbnails in lists and panels load as they scroll into view.
+    // (Not enough for a headless `chromium --screenshot`: it still draws the main image blank; see issue #31.)
     if (src) box.appendChild(h('img', { src: src, alt: alt || '', loading: cls === 'full' ? 'eager' : 'lazy', decoding: 'async', width: g.w, height: g.h }));
     else box.appendChild(h('div', { 'class': 'missing', text: note || 'image not available' }));
     box.appendChild(annotSvg(g, enlarge, numbers));
