@@ -142,3 +142,18 @@ def test_weights_manifest_command(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pointfail", "weights-manifest", str(w), "--check", str(out)],
                        capture_output=True, text=True)
     assert p.returncode == 1 and "extra.py: not in the manifest" in p.stderr
+
+
+def test_ocr_backend_names_the_debian_packages_it_misses(monkeypatch):
+    """Before any work, the ocr backend says which Debian package brings what is missing."""
+    import pytesseract
+
+    from pointfail.backends import ocr as ocr_backend
+
+    monkeypatch.setattr(ocr_backend.shutil, "which", lambda cmd: None)
+    with pytest.raises(BackendError, match=r"Debian package tesseract-ocr\): apt-get install tesseract-ocr$"):
+        ocr_backend.load(langs="eng")
+    monkeypatch.setattr(ocr_backend.shutil, "which", lambda cmd: "/usr/bin/tesseract")
+    monkeypatch.setattr(pytesseract, "get_languages", lambda config="": ["eng", "osd"])
+    with pytest.raises(BackendError, match=r"missing: deu, nld .*apt-get install tesseract-ocr-deu tesseract-ocr-nld$"):
+        ocr_backend.load(langs="eng+deu+nld")

@@ -158,6 +158,34 @@ def test_family_aliases_are_unique_and_unknown_names_list_the_known():
         get_family("qwen2.5")
 
 
+def test_judge_one_help_names_only_what_it_takes(capsys):
+    with pytest.raises(SystemExit):
+        main(["judge-one", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--model JUDGE_MODEL the judge model's Ollama tag (default: gemma4:31b)" in text
+    assert "--judge" not in text and "study" not in text
+
+
+def test_score_model_input_size_family(capsys):
+    """--model-input-size family, as evaluate has it: 1024x768 becomes 1036x756 under Qwen2.5-VL's
+    smart_resize (factor 28), so [259, 378] in those pixels is (256, 384) in the image, inside the box."""
+    argv = ["score", "--family", "qwen2.5-vl", "--image-size", "1024", "768", "--box", "250", "380", "260", "390",
+            "--text", '{"point_2d": [259, 378]}']
+    assert main(argv) == 1
+    assert "or --model-input-size family" in capsys.readouterr().err
+    assert main([*argv, "--model-input-size", "family"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["outcome"] == "hit" and out["primary"] == [0.25, 0.5]
+    assert out["model_input_size"] == [1036, 756] and out["model_input_size_source"] == "family"
+    assert main([*argv, "--model-input-size", "1036", "756"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_input_size_source"] == "given"
+    assert main([*argv, "--model-input-size", "3"]) == 2
+    assert "takes W H (two whole numbers) or 'family'" in capsys.readouterr().err
+    assert main(["score", "--family", "molmo", "--image-size", "10", "10", "--box", "1", "1", "2", "2",
+                 "--text", "x", "--model-input-size", "family"]) == 2
+    assert "needs no model-input size" in capsys.readouterr().err
+
+
 def test_score_accepts_a_spelling(capsys):
     rc = main(["score", "--family", "Molmo", "--image-size", "100", "100", "--box", "40", "40", "60", "60",
                "--text", '<point x="50" y="50">m</point>'])
@@ -193,8 +221,9 @@ def test_families_table_and_details(capsys):
     assert main(["families"]) == 0
     table = capsys.readouterr().out
     header = table.splitlines()[0]
-    for col in ("family", "frame", "axis order", "example prompt", "example reply", "checkpoints"):
+    for col in ("family", "frame", "axis order", "example reply", "checkpoints"):
         assert col in header
+    assert "example prompt" not in header  # the prompt is in the details (NAME), the table fits a terminal
     assert re.search(r"^gemini\s.*y, x", table, re.M)
     assert main(["families", "PaliGemma"]) == 0
     details = capsys.readouterr().out

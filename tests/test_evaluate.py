@@ -123,8 +123,23 @@ def test_own_outputs_path_in_one_command(suite, tmp_path, capsys):
     assert int(outcomes["hit"]) == expect["modes"]["hit"]
     assert int(outcomes["no_prediction"]) == expect["modes"]["no_prediction"]
     assert int(outcomes["error"]) == len(expect["no_reply"])  # samples the file has no reply for
-    # the same table is printed
-    assert "# Failure composition" in text and "| my-model | sheets" in text
+    # printed: the headline first (hit rate with its interval and the counts), then the failure profile
+    # (count and share in one cell), then the files
+    head = {r["benchmark"]: r for r in _table(out / "tables" / "headline.csv")}["sheets"]
+    lines = text.splitlines()
+    assert all(len(line) <= 160 for line in lines), max(lines, key=len)
+    start = lines.index("hit rate")
+    row = lines[start + 3].split()  # title, header, rule, the one row (one benchmark: no pooled row)
+    assert row[:4] == ["my-model", "sheets", head["hit_rate_pct"], f"[{head['ci95_low_pct']},"]
+    n_err = len(expect["no_reply"])
+    assert row[5:] == [head["hit"], str(n_miss), str(expect["modes"]["no_prediction"]),
+                       *([str(n_err), "INCOMPLETE"] if n_err else []), head["n"]]
+    prof = lines[lines.index("failure profile") + 3].split()
+    cells = [f"{comp[m]} ({comp[m + '_pct']}%)" for m in modes]
+    assert " ".join(prof) == f"my-model sheets {n_miss} {n_miss} " + " ".join(cells)
+    assert lines.index("failure profile") > start and "# Failure composition" not in text  # notes stay in tables/
+    assert f"records:  {out / 'my-model' / 'sheets.jsonl'}" in lines
+    assert f"browser:  {out / 'view' / 'index.html'}" in lines
 
     # every line that was not used as given is counted and listed, in the output and in evaluation.json
     result = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
@@ -164,6 +179,26 @@ def test_own_outputs_path_in_one_command(suite, tmp_path, capsys):
     again = json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
     assert again["kept"] == len(recs) and again["judge_report"]["judged"] == 0
     assert (out / "my-model" / "sheets.jsonl").read_bytes() == before
+
+
+def test_samples_without_a_reply_make_the_headline_incomplete(suite, tmp_path, capsys):
+    """Two samples without a reply are error records: the headline says INCOMPLETE with their count."""
+    replies = tmp_path / "m.jsonl"
+    make_replies(suite, replies)
+    lines = replies.read_text().splitlines()
+    keep = [ln for ln in lines if not ln.startswith("{this")][:-3]  # the last two real replies dropped (and pfs_9999)
+    replies.write_text("\n".join(keep) + "\n")
+    out = tmp_path / "r"
+    assert main(["evaluate", "--benchmark", "suite", "--data", str(suite), "--replies", str(replies),
+                 "--family", "molmo", "--out", str(out), "--no-report", "--no-view"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    head = _table(out / "tables" / "outcomes.csv")[0]
+    assert int(head["error"]) >= 2
+    header = text[text.index("hit rate") + 1].split()
+    row = text[text.index("hit rate") + 3].split()
+    assert header[-3:] == ["no_prediction", "error", "n"]
+    assert row[-3:] == [head["error"], "INCOMPLETE", head["n"]]
+    assert any(t.startswith("INCOMPLETE: samples that ended in an infrastructure error") for t in text)
 
 
 def test_a_changed_reply_is_rescored_and_judged_alone(suite, tmp_path, capsys):
@@ -279,6 +314,9 @@ def test_pointerbench_without_scene_graphs_leaves_misses_pending(pointerbench_di
     text = capsys.readouterr().out
     assert rc == 0
     assert "misses are not labeled (pending): the benchmark has no scene graphs" in text and "--judge ollama" in text
+    # the failure profile is one line, not a grid of zeros and n/a
+    assert "failure profile: none of the 1 misses has a failure mode (pending 1)" in text.splitlines()
+    assert "off_by_pixels" not in text
     comp = {r["benchmark"]: r for r in _table(out / "tables" / "failure_composition.csv")}["pointerbench-text"]
     assert comp["miss"] == "1" and comp["pending"] == "1" and comp["labeled"] == "0"
     assert (out / "view" / "index.html").is_file()

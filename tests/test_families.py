@@ -100,11 +100,21 @@ def test_families_command_lists_names_and_frames(capsys):
 
     assert main(["families", "--format", "plain"]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(ln) <= 160 for ln in lines), max(lines, key=len)  # a terminal's width, one line per family
     for fam in list_families():
-        line = next(ln for ln in out.splitlines() if ln.split()[0] == fam.name)
-        assert fam.frame.name in line
-        for ck in fam.checkpoints:
-            assert ck in line
+        line = next(ln for ln in lines if ln.split()[0] == fam.name)
+        assert f"{fam.frame.name}: " in line and f"  {', '.join(fam.frame.order)}  " in line
+        assert (fam.checkpoints[0][:10] if fam.checkpoints else " -") in line
+    assert lines[-1] == "in full (prompt, system prompt, every checkpoint): pointfail families NAME"
+    # in full: every checkpoint, the prompt as sent
+    names = [f.name for f in list_families() if len(f.checkpoints) > 1]
+    assert main(["families", *names]) == 0
+    full = capsys.readouterr().out
+    for name in names:
+        fam = get_family(name)
+        assert f"  checkpoints: {', '.join(fam.checkpoints)}" in full
+        assert fam.prompt("the Save button", "point").splitlines()[0] in full
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -495,3 +505,16 @@ def test_decline_conventions_fixed_cases():
     # a location wins over decline words: that is a located answer (hallucinated if absent)
     r = get_family("json_pixels").parse('Not present, but maybe {"point": [10, 20]}', (640, 480))
     assert r.points and r.reason is None and "declined" not in r.flags
+
+
+def test_readme_says_which_families_answer_y_first():
+    """Every family whose frame puts y before x is named with "y first" in the README's family list
+    (a reader converting Gemini's [y, x] by hand would otherwise swap the axes)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    para = " ".join(readme.split("## Model families", 1)[1].split("\n\n")[1].split())
+    yx = sorted(f.name for f in list_families() if tuple(f.frame.order) == ("y", "x"))
+    assert yx == ["gemini", "paligemma"]
+    assert "Gemini (0–1000 grid, y first: `{\"point\": [y, x]}`" in para
+    assert "PaliGemma (`<loc0000>`..`<loc1023>` = n/1023, y first" in para

@@ -112,7 +112,8 @@ def test_gallery_says_which_command_brings_missing_images(tmp_path: Path, monkey
     notes = [t.replace("\n", " ") for t in texts if t.startswith("image not available")]
     assert len(notes) == 10  # 2 models x 5 slots, every record's image missing
     assert all("make data STUDY=default" in n for n in notes)
-    assert any("pointfail generate sheets --n 150 --seed 20261129 --out data/default/sheets" in n for n in notes)
+    assert any("pointfail generate sheets --n 150 --seed 20261129 --absent-share 0.1 --out data/default/sheets" in n
+               for n in notes)
 
 
 def test_notebook_is_valid_and_committed() -> None:
@@ -121,6 +122,19 @@ def test_notebook_is_valid_and_committed() -> None:
     assert committed == json.dumps(reproduce_notebook(), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     nb = nbformat.reads(committed, as_version=4)
     nbformat.validate(nb)
+
+
+def test_notebook_reads_a_relative_study_from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`POINTFAIL_STUDY=records/default jupyter lab notebooks/reproduce.ipynb` from the root: the kernel
+    runs in notebooks/, and the study is still the root's records/default."""
+    monkeypatch.setenv("POINTFAIL_STUDY", "records/default")
+    monkeypatch.chdir(REPO / "notebooks")
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    setup = next(c for c in reproduce_notebook()["cells"] if c["cell_type"] == "code")
+    ns: dict = {}
+    exec(compile("".join(setup["source"]), "reproduce.ipynb", "exec"), ns)
+    ns["SCRATCH"].cleanup()
+    assert ns["STUDY"] == REPO / "records" / "default" and ns["STUDY"].is_dir()
 
 
 @pytest.mark.slow
@@ -193,3 +207,25 @@ def test_notebook_renders_tables_as_tables(toy: Path, tmp_path: Path, monkeypatc
     assert headline.startswith("# Hit rate (%)") and "\n|" in headline
     assert composition.startswith("# Failure composition") and "| model " in composition
     assert list(scratch_root.iterdir()) == []
+
+def test_report_and_browser_count_the_same_records_and_say_what(tmp_path: Path) -> None:
+    """The default study's 800 records: 720 with the referent in the image (the n of every hit rate,
+    e.g. 135 of the 150-sample sheets suite per model) and 80 with an absent referent, counted apart.
+    The report's page and the browser's study page say the same sentence."""
+    import re
+
+    from pointfail.aggregate import build_tables
+    from pointfail.report import failure_profile_html
+    from pointfail.view import build_site
+
+    study = Path(__file__).resolve().parents[1] / "records" / "default"
+    loaded = load_study(study)
+    report = failure_profile_html(study, loaded.counts, build_tables(loaded))
+    site = (build_site(study, tmp_path / "site", with_images=False).out_dir / "index.html").read_text(encoding="utf-8")
+    want = ("800 records: 720 with the referent in the image (n, in every hit rate), 80 with an absent referent "
+            "(counted apart, absent.md) · 2 models · 3 benchmarks")
+    for page in (report, site):
+        counts = re.search(r'<p class="counts">(.*?)</p>', page).group(1)
+        assert counts.startswith(want), counts
+        assert "n = samples whose referent is in the image" in page
+        assert '<div class="table-scroll"><table class="data composition">' in page  # wide tables scroll

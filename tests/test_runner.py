@@ -282,3 +282,23 @@ def test_grant_read_adds_only_read_and_search_for_others(tmp_path):
     modes = {p.name: p.stat().st_mode & 0o777 for p in [root, root / "d", root / "d/a.png", root / "run.sh"]}
     assert modes == {"suite": 0o705, "d": 0o705, "a.png": 0o604, "run.sh": 0o705}
     assert container.unreadable_by(root, 10001, 10001) is None
+
+
+def test_missing_generated_data_names_make_data_and_the_no_docker_command(tmp_path):
+    """Before any work the runner names what brings a missing suite: `make data`, and for the
+    Pillow-drawn suites the `pointfail generate` line with every option the study gives (as the
+    failure browser does for the same folder)."""
+    from pathlib import Path
+
+    from pointfail.study import Roots
+    from pointfail_runner.study import load_study, missing_inputs
+
+    repo = Path(__file__).resolve().parents[1]
+    study = load_study(repo / "records" / "default" / "study.toml")
+    roots = Roots.for_study(study, repo, data=tmp_path / "data", weights=tmp_path / "weights")
+    lines = {ln.split(":")[0]: ln for ln in missing_inputs(study, study.models, study.benchmarks, roots, repo=repo)}
+    d = tmp_path / "data"
+    assert lines["data for sheets"] == (
+        f"data for sheets: {d / 'sheets'} <- make data STUDY=default (or without Docker: pointfail generate sheets "
+        f"--n 150 --seed 20261129 --absent-share 0.1 --out {d / 'sheets'})")
+    assert lines["data for web"] == f"data for web: {d / 'web'} <- make data STUDY=default"  # needs the browser

@@ -220,7 +220,7 @@ def test_the_readmes_served_recipe_runs_as_written_against_transformers_serve(en
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     out = tmp_path / evaluate[evaluate.index("--out") + 1]
     assert "20 samples scored" in done.stdout and "judge oracle:" in done.stdout
-    assert "# Failure composition" in done.stdout and "frame check" in done.stdout
+    assert "failure profile" in done.stdout and "frame check" in done.stdout
     result = json.loads((out / "evaluation.json").read_text())
     assert result["records"] == 20 and result["outcomes"].get("error", 0) == 0
     assert (out / "tables" / "failure_composition.md").is_file() and (out / "view" / "index.html").is_file()

@@ -51,7 +51,12 @@ def test_show_several_ids_into_a_directory(suite, tmp_path):
 
 def test_show_errors_are_explained(suite, tmp_path, capsys):
     assert cli.main(["show", str(suite), "--id", "nope", "--out", str(tmp_path / "x.png")]) == 1
-    assert "unknown id(s) nope" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    ids = [r["id"] for r in _rows(suite)]
+    assert f"unknown id(s) nope in {suite}; its {len(ids)} ids run {ids[0]} .. {ids[-1]}" in err
+    number = ids[1].rpartition("_")[2]  # the number alone, as a newcomer types it: 0001 for pfs_0001
+    assert cli.main(["show", str(suite), "--id", number, "--out", str(tmp_path / "x.png")]) == 1
+    assert f"unknown id(s) {number} in {suite}; did you mean {ids[1]}?" in capsys.readouterr().err
     assert cli.main(["show", str(tmp_path), "--id", "a"]) == 1
     assert "metadata.jsonl not found" in capsys.readouterr().err
     broken = tmp_path / "broken"

@@ -63,6 +63,12 @@ def test_missing_font_names_the_debian_package(monkeypatch, tmp_path):
     with pytest.raises(FontMissingError) as e:
         fonts.font_path("liberation-serif")
     assert "LiberationSerif-Regular.ttf" in str(e.value) and "fonts-liberation" in str(e.value)
+    # every missing font in one message, grouped by package, with one install line
+    with pytest.raises(FontMissingError) as e:
+        fonts.check_fonts(["liberation-sans", "liberation-sans-bold", "dejavu-sans"])
+    assert str(e.value).startswith("fonts missing: DejaVuSans.ttf (Debian package fonts-dejavu-core); "
+                                   "LiberationSans-Bold.ttf, LiberationSans-Regular.ttf (Debian package fonts-liberation)")
+    assert "install: apt-get install fonts-dejavu-core fonts-liberation, or set POINTFAIL_FONT_DIR" in str(e.value)
     # generation fails before anything is written
     out = tmp_path / "suite"
     with pytest.raises(FontMissingError):

@@ -165,7 +165,8 @@ def test_missing_image_hint_names_the_command() -> None:
     d = REPO / "records" / "default"
     hint = missing_image_hint(d, "sheets")
     assert "`make data STUDY=default`" in hint
-    assert "`pointfail generate sheets --n 150 --seed 20261129 --out data/default/sheets`" in hint
+    # every option the study gives the suite, --absent-share included (without it the rows differ)
+    assert "`pointfail generate sheets --n 150 --seed 20261129 --absent-share 0.1 --out data/default/sheets`" in hint
     assert "pointfail generate" not in missing_image_hint(d, "web")  # only the pinned browser renders it
     vlm = REPO / "records" / "pointfail-vlm"
     assert missing_image_hint(vlm, "point-bench") == "bring them with `pointfail data fetch point-bench --to data/pointfail-vlm/point-bench`"
@@ -249,3 +250,23 @@ def test_cli_writes_the_site(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     for name in ("index.html", "list.html", "sample.html", "assets/app.js", "assets/style.css", "data/meta.js", "data/index-000.js"):
         assert (tmp_path / "out" / name).is_file(), name
     assert main(["view", str(tmp_path / "nothing")]) == 1
+
+
+@pytest.mark.slow
+def test_the_no_docker_command_renders_the_committed_suite(tmp_path) -> None:
+    """The command the browser and the runner offer for a missing generated suite renders exactly the
+    content of the committed manifest (same generation settings, same file digests)."""
+    import json
+    import shlex
+
+    from pointfail.cli import main
+    from pointfail.suites.manifest import compare_manifests, read_manifest
+
+    hint = missing_image_hint(REPO / "records" / "default", "text")
+    cmd = hint.split("without Docker `")[1].rstrip("`")
+    args = shlex.split(cmd)[1:]
+    out = tmp_path / "text"
+    args[args.index("--out") + 1] = str(out)
+    assert main(args) == 0
+    committed = json.loads((REPO / "records" / "default" / "suites" / "text.manifest.json").read_text(encoding="utf-8"))
+    assert compare_manifests(committed, read_manifest(out)).content == []

@@ -142,6 +142,9 @@ def test_sample_page_shows_image_target_point_reply_and_judge(study_site: dict[s
     assert page.inner_text("#position") == f"2 of {table_count(study, 'center', 'sheets', 'wrong_instance')} in this filter"
     # the image itself (not a placeholder), full size
     assert page.eval_on_selector("#annotated img", "i => i.complete && i.naturalWidth") == rec.image.width
+    # loaded at once; the other models' panels load lazily
+    assert page.get_attribute("#annotated img", "loading") == "eager"
+    assert page.eval_on_selector_all("#models img", "l => l.map(i => i.loading)") == ["lazy"] * page.locator("#models img").count()
     assert page.locator("#annotated svg path.tint").count() == 1
     assert page.locator("#annotated svg circle.marker.primary").count() == 1
     assert "pixels_original" in page.inner_text("#frame")

@@ -67,8 +67,7 @@ def failure_profile_html(study_dir: str | Path, comp: Counts, tables: dict[str, 
         st = load_study(d / "study.toml").study
         name, description = st.name, st.description
     errors = sum(comp.cells[(m, POOLED)].error for m in comp.models)
-    summary = {"records": sum(comp.cells[(m, POOLED)].n for m in comp.models), "models": len(comp.models),
-               "benchmarks": len(comp.benchmarks), "errors": errors}
+    summary = {"models": len(comp.models), "benchmarks": len(comp.benchmarks), "errors": errors}
     return study_page_html(name, description, profile_counts(comp), tables, links=False, inline_css=True, summary=summary)
 
 
@@ -343,8 +342,9 @@ def reproduce_notebook() -> dict[str, Any]:
     folder, and shows the tables (rendered as tables in Jupyter, as Markdown text in plain Python)
     and the figures; the last cell removes the scratch folder (a ``tempfile.TemporaryDirectory``, so
     it is removed at the latest when the kernel exits). Offline; no GPU; only pointfail and its
-    dependencies (and Jupyter to open it). The study is ``$POINTFAIL_STUDY`` or, by default, the
-    first study under ``records/``."""
+    dependencies (and Jupyter to open it). The study is ``$POINTFAIL_STUDY`` (a relative path is read
+    from the repository's root, wherever the kernel runs) or, by default, the first study under
+    ``records/``."""
     cells = [
         ("markdown", """
 # pointfail: reproduce the tables and figures from committed records
@@ -353,7 +353,7 @@ Everything below runs offline, without a GPU or model weights: it reads the per-
 committed under `records/<study>/`, checks that they regenerate the committed tables byte for byte
 (`pointfail verify`), regenerates the tables and figures into a scratch folder (`pointfail aggregate`,
 `pointfail report`) and shows them; the last cell removes the scratch folder. Set `POINTFAIL_STUDY`
-to choose a study directory.
+to choose a study directory (`records/default`: relative to the repository's root).
 """),
         ("code", """
 import os
@@ -374,9 +374,10 @@ def show_table(markdown_text):
         print(markdown_text)
 
 
-ROOT = Path.cwd() if (Path.cwd() / "records").is_dir() else Path.cwd().parent
-if os.environ.get("POINTFAIL_STUDY"):
+ROOT = Path.cwd() if (Path.cwd() / "records").is_dir() else Path.cwd().parent  # Jupyter runs in notebooks/
+if os.environ.get("POINTFAIL_STUDY"):  # a relative path is read from the repository's root, as the README writes it
     STUDY = Path(os.environ["POINTFAIL_STUDY"])
+    STUDY = STUDY if STUDY.is_absolute() or STUDY.is_dir() else ROOT / STUDY
 else:
     from pointfail.aggregate import find_studies
     STUDY = find_studies(ROOT / "records")[0]

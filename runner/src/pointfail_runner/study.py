@@ -149,7 +149,11 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
             continue
         shown = _shown(d, repo)
         if b.generator:
-            missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}")
+            from pointfail.suites import generate_command
+
+            cmd = generate_command(b.generator, b.n, b.seed, b.absent_share, str(shown))
+            missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}"
+                           + (f" (or without Docker: {cmd})" if cmd else ""))
         else:
             missing.append(f"data for {b.name}: {shown} <- pointfail data fetch {b.name} --study {study_file} "
                            f"--to {shown}")

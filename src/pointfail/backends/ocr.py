@@ -72,9 +72,12 @@ def load(weights_dir: Optional[str] = None, device: str = "cpu", langs: Optional
     except ImportError as e:
         raise BackendError(f"the ocr baseline needs pytesseract: {e}") from None
     if shutil.which(pytesseract.pytesseract.tesseract_cmd) is None:
-        raise BackendError("the ocr baseline needs the tesseract binary (Debian package tesseract-ocr)")
+        raise BackendError("the ocr baseline needs the tesseract binary (Debian package tesseract-ocr): "
+                           "apt-get install tesseract-ocr")
     have = set(pytesseract.get_languages(config=""))
     missing = [l for l in langs.split("+") if l not in have]
     if missing:
-        raise BackendError(f"tesseract language packs missing: {', '.join(missing)} (installed: {', '.join(sorted(have))})")
+        packages = " ".join(f"tesseract-ocr-{lang}" for lang in missing)  # Debian names each pack by its code
+        raise BackendError(f"tesseract language packs missing: {', '.join(missing)} (installed: {', '.join(sorted(have))}); "
+                           f"apt-get install {packages}")
     return OcrBackend(langs)

@@ -73,8 +73,24 @@ def _studies(paths: list[str]) -> list:
     return out
 
 
+def _table_files(out, files) -> list[tuple[str, str]]:
+    """One line per table written: ``(label, out/<name>.{md,csv})``, the tables in the order written."""
+    stems: dict[str, list[str]] = {}
+    for name in files:
+        stem, dot, ext = name.rpartition(".")
+        stems.setdefault(stem if dot else name, []).append(ext if dot else "")
+    lines = []
+    for stem, exts in stems.items():
+        suffix = "" if exts == [""] else "." + (exts[0] if len(exts) == 1 else "{" + ",".join(exts) + "}")
+        lines.append(("table" if any(e in ("md", "csv") for e in exts) else "file", f"{out / stem}{suffix}"))
+    return lines
+
+
 def _aggregate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from pointfail.aggregate import AggregateError, aggregate
+    from pointfail.commands._console import study_summary
     from pointfail.records import RecordError
 
     try:
@@ -84,8 +100,9 @@ def _aggregate(args: argparse.Namespace) -> int:
             return 2
         for s in studies:
             files = aggregate(s, args.out)
-            out = args.out or str(s / "tables")
-            print(f"{s}: wrote {len(files)} files to {out}")
+            out = Path(args.out) if args.out else s / "tables"
+            print(f"{s}: wrote {len(files)} files to {out}\n")
+            print(study_summary(out, files=_table_files(out, files)) + "\n")
     except (RecordError, AggregateError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -94,6 +111,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from pointfail.aggregate import AggregateError, verify
+    from pointfail.commands._console import study_summary
     from pointfail.records import RecordError
 
     rc = 0
@@ -120,7 +138,7 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"NOT CHECKED {s}: {line}")
         if res.ok:
             print(f"OK {s}: every {'other ' if res.not_checked else ''}table matches its committed bytes and SHA256SUMS\n")
-            print(res.headline)
+            print(study_summary(s / "tables") + "\n")  # the committed tables: byte for byte the regenerated ones
         else:
             rc = 1
             print(f"FAIL {s}: {len(res.problems)} problem(s)")

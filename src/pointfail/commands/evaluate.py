@@ -204,39 +204,39 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(res) -> None:
-    """The run's summary: replies, problems, outcomes, the judge, the failure composition, where things are."""
+    """The run's summary (:func:`pointfail.commands._console.study_summary`): the hit rate, the failure
+    profile, the replies that could not be used as given, the judge, and where every file is."""
+    from pointfail.commands._console import study_summary
+
     r = res.replies
     how = f"family {res.family}" if res.family else ""
     if res.frame:
         how += (", " if how else "") + f"coordinates in the {res.frame} frame"
-    print()
-    print(f"{res.model} on {res.benchmark} ({how}): {res.records} samples scored"
-          + (f" of {res.benchmark_samples} (--only-predicted)" if res.scope == "only_predicted" else ""))
+    details = []
     skipped = {k: v for k, v in r.items() if v and k not in ("entries", "replies", "with_text",
                                                               "with_coordinates_only")}
     line = f"{res.replies_file}: {r['entries']} entries, {r['replies'] - r.get('unknown_id', 0)} used"
     if skipped:
         line += "; " + ", ".join(f"{k} {v}" for k, v in skipped.items())
-    print(line)
-    for p in res.problems[:SHOW_PROBLEMS]:
-        print(f"  {p}")
+    details.append(line)
+    details += [f"  {p}" for p in res.problems[:SHOW_PROBLEMS]]
     more = max(0, len(res.problems) - SHOW_PROBLEMS) + res.problems_left_off
     if more:
-        print(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
-    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in res.outcomes.items()))
+        details.append(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
     if res.judge_report:
         d = res.judge_report
-        labels = ", ".join(f"{k} {v}" for k, v in d["labels"].items())
-        print(f"judge {d['judge']}: {d['misses']} misses, {d['judged']} judged now, {d['already']} already judged"
-              + (f" ({labels})" if labels else ""))
+        details.append(f"judge {d['judge']}: {d['misses']} misses, {d['judged']} judged now, "
+                       f"{d['already']} already judged")
     if res.judge_note:
-        print(f"note: {res.judge_note}")
-    print()
-    print(res.failure_composition.rstrip())
-    print()
-    print(f"records: {res.records_path}")
-    print(f"tables:  {res.tables_dir}")
+        details.append(f"note: {res.judge_note}")
+    files = [("records", res.records_path), ("tables", f"{res.tables_dir} (every table in full, with its notes)")]
     if res.report:
-        print(f"report:  {res.report[0]}")
+        files.append(("report", res.report[0]))
     if res.view:
-        print(f"browser: {res.view}")
+        files.append(("browser", res.view))
+    files.append(("problems", res.out_dir / "evaluation.json"))
+    print()
+    print(f"{res.model} on {res.benchmark} ({how}): {res.records} samples scored"
+          + (f" of {res.benchmark_samples} (--only-predicted)" if res.scope == "only_predicted" else ""))
+    print()
+    print(study_summary(res.tables_dir, details=details, files=files))

@@ -17,13 +17,11 @@ EXAMPLE_IMAGE_SIZE = (1024, 768)
 """The image the example replies point into (PointerBench's screenshot size), pixels."""
 EXAMPLE_POINT = (0.25, 0.5)
 """The example point, normalized: a quarter across, half way down (pixel 256, 384)."""
-PROMPT_WIDTH = 60
-"""Characters of the example prompt shown in the table (the full text: NAME or --format json)."""
 
 DESCRIPTION = f"""\
-List every model family: its coordinate frame (what the numbers mean and which axis
-comes first), an example prompt in the family's own phrasing, an example reply in its
-own syntax, and the checkpoints it covers. The examples ask for "{EXAMPLE_INSTRUCTION}"
+List every model family, one line each (at most 160 columns; long cells end in …):
+its coordinate frame (what the numbers mean and which axis comes first), an example
+reply in its own syntax, and the checkpoints it covers. The examples ask for "{EXAMPLE_INSTRUCTION}"
 and answer the point a quarter across and half way down a {EXAMPLE_IMAGE_SIZE[0]}x{EXAMPLE_IMAGE_SIZE[1]} screenshot
 (pixel {int(EXAMPLE_POINT[0] * EXAMPLE_IMAGE_SIZE[0])}, {int(EXAMPLE_POINT[1] * EXAMPLE_IMAGE_SIZE[1])}).
 Families whose replies are in pixels of the resized model input answer in the size
@@ -32,8 +30,9 @@ their processor makes from that screenshot (shown).
 Family names are accepted in any common spelling wherever a command takes one
 (qwen2.5-vl, Qwen2.5-VL, qwen2_5_vl) and as checkpoint ids (Qwen/Qwen2.5-VL-3B-Instruct).
 
-Give NAMEs to see those families in full (prompt, system prompt and reply as sent and
-received); --format json prints every field for every listed family."""
+Give NAMEs to see those families in full (the example prompt in the family's own
+phrasing, the system prompt and the reply as sent and received, every checkpoint);
+--format json prints every field for every listed family."""
 
 
 def family_info(fam: Any) -> dict[str, Any]:
@@ -76,7 +75,9 @@ def _one_line(text: str, width: int | None = None) -> str:
 
 
 def _table(infos: list[dict[str, Any]], fmt: str) -> str:
-    from tabulate import tabulate
+    """The families as one table of at most :data:`pointfail.commands._console.WIDTH` columns (long
+    cells end in ``…``; NAME or ``--format json`` shows them in full)."""
+    from pointfail.commands._console import table
 
     rows = []
     for d in infos:
@@ -84,21 +85,15 @@ def _table(infos: list[dict[str, Any]], fmt: str) -> str:
         frame = f"{d['frame']['name']}: {d['frame']['description']}"
         if ex["model_input_size"]:
             frame += f" (here {ex['model_input_size'][0]}x{ex['model_input_size'][1]})"
-        prompt = ex["prompt"]
-        if ex["system_prompt"]:  # the table shows what follows the (long) system prompt
-            if prompt.startswith(ex["system_prompt"]):
-                prompt = prompt[len(ex["system_prompt"]):]
-            prompt = "[system prompt] " + prompt.strip()
         rows.append([
             d["name"],
             frame,
             d["frame"]["axis_order"],
-            _one_line(prompt, PROMPT_WIDTH),
             _one_line(ex["reply"]),
             ", ".join(d["checkpoints"]) or "-",
         ])
-    headers = ["family", "frame", "axis order", "example prompt", "example reply", "checkpoints"]
-    return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
+    headers = ["family", "frame", "axis order", "example reply", "checkpoints"]
+    return table(headers, rows, empty="no model families", fmt=fmt)
 
 
 def _details(d: dict[str, Any]) -> str:
@@ -143,6 +138,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n\n".join(_details(d) for d in infos) + "\n")
     else:
         sys.stdout.write(_table(infos, args.format) + "\n")
+        sys.stdout.write("in full (prompt, system prompt, every checkpoint): pointfail families NAME\n")
     return 0
 
 

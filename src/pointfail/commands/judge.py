@@ -23,14 +23,15 @@ that is not in the image). A judge that gives no single clean label in five atte
 leaves the miss unlabeled."""
 
 
-def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model") -> None:
+def add_ollama_args(p: argparse.ArgumentParser, model_flag: str = "--model", *, model_help: str | None = None) -> None:
     """The Ollama judge's options (``pointfail judge``, ``judge-one``, ``evaluate``); the judge model's
     tag is ``model_flag`` (``--judge-model`` where ``--model`` names the evaluated model), stored in
-    ``args.judge_model``."""
+    ``args.judge_model``, described by ``model_help`` where the default text (a study, ``--judge
+    openai``) does not apply."""
     p.add_argument("--host", help="Ollama server URL (default: $OLLAMA_HOST, else http://127.0.0.1:11434)")
     p.add_argument(model_flag, dest="judge_model",
-                   help="the judge model: an Ollama tag (default: the study's [judge] ollama_model, else "
-                   "gemma4:31b), or for --judge openai the served model's name (default: [judge] openai_model)")
+                   help=model_help or "the judge model: an Ollama tag (default: the study's [judge] ollama_model, "
+                   "else gemma4:31b), or for --judge openai the served model's name (default: [judge] openai_model)")
     p.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"], help="generation seed; attempt k uses seed + k - 1")
     p.add_argument("--num-ctx", type=int, default=DEFAULT_OPTIONS["num_ctx"], help="context size in tokens")
     p.add_argument("--num-predict", type=int, default=DEFAULT_OPTIONS["num_predict"], help="reply length cap in tokens")
@@ -118,7 +119,9 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
     o.add_argument("--normalized", action="store_true",
                    help="--point and --box are fractions of the image's width and height (0 to 1)")
     o.add_argument("--instruction", required=True, help="the instruction the model was given")
-    add_ollama_args(o)
+    from pointfail.judge.settings import DEFAULT_MODEL
+
+    add_ollama_args(o, model_help=f"the judge model's Ollama tag (default: {DEFAULT_MODEL})")
     o.set_defaults(func=_judge_one)
 
     a = add_command(

@@ -18,6 +18,12 @@ distance_norm, box (box tasks), frame, reason, ignored, truncated and image_size
 same numbers been read as 0-1, 0-100, 0-1000, original pixels or resized pixels.
 It is a diagnostic and never changes the outcome.
 
+Families that answer in pixels of the resized model input (qwen2_5_vl, ui_tars_1_5,
+gta1, opencua) need --model-input-size W H (the size the model saw), or
+--model-input-size family: the size the family's published resize setting
+(smart_resize) makes of the image; the JSON then says which (model_input_size,
+model_input_size_source).
+
 Exit status: 0 when the reply was scored (whatever the outcome); 1 when the image
 or mask cannot be used (unreadable, wrong size, empty) or the family's frame needs
 --model-input-size; 2 for usage errors (an unknown family, for example)."""
@@ -36,11 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     img.add_argument("--image-size", nargs=2, type=int, metavar=("W", "H"), help="original image size in pixels")
     p.add_argument(
         "--model-input-size",
-        nargs=2,
-        type=int,
-        metavar=("W", "H"),
-        help="size in pixels of the resized image the model saw; needed by the resized-pixel families "
-             "(qwen2_5_vl, ui_tars_1_5, gta1, opencua)",
+        nargs="+",
+        metavar="W H | family",
+        help="size in pixels of the resized image the model saw, needed by the resized-pixel families "
+             "(qwen2_5_vl, ui_tars_1_5, gta1, opencua); 'family': the size the family's published resize "
+             "setting (smart_resize) makes of the image, as pointfail evaluate --model-input-size family",
     )
     tgt = p.add_mutually_exclusive_group(required=True)
     tgt.add_argument("--mask", metavar="PATH", help="binary mask file, same size as the image")
@@ -75,7 +81,23 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as e:
         print(f"pointfail score: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
+    mis = args.model_input_size
+    if mis is not None and mis != ["family"] and not (len(mis) == 2 and all(v.isdigit() for v in mis)):
+        print(f"pointfail score: --model-input-size takes W H (two whole numbers) or 'family', not {' '.join(mis)}",
+              file=sys.stderr)
+        return 2
     try:
+        if mis == ["family"]:
+            from pointfail.geometry import image_size
+
+            if family.resize is None:
+                print(f"pointfail score: --model-input-size family: {family.name} answers in the {family.frame.name} "
+                      "frame, which needs no model-input size", file=sys.stderr)
+                return 2
+            args.model_input_size = family.expected_model_input_size(
+                tuple(args.image_size) if args.image_size else image_size(args.image))
+        elif mis is not None:
+            args.model_input_size = (int(mis[0]), int(mis[1]))
         res = score_prediction(
             family,
             text,
@@ -88,9 +110,14 @@ def run(args: argparse.Namespace) -> int:
             allow_rescale=args.allow_rescale,
         )
     except (GeometryError, FrameError, ValueError) as e:
-        print(f"pointfail score: {flag_error(str(e))}", file=sys.stderr)
+        hint = ("; or --model-input-size family for the size the family's published resize setting makes"
+                if mis is None and family.resize is not None else "")
+        print(f"pointfail score: {flag_error(str(e))}{hint}", file=sys.stderr)
         return 1
     out = res.to_dict()
+    if mis is not None:  # the size the reply was read with, and where it came from
+        out["model_input_size"] = list(args.model_input_size)
+        out["model_input_size_source"] = "family" if mis == ["family"] else "given"
     if getattr(args, "diagnose", False):
         from pointfail.geometry import TargetRegion
         from pointfail.scoring import target_from_args, frame_compliance

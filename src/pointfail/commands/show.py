@@ -149,12 +149,24 @@ graph get the target only.
 --out is the PNG file for a single id, otherwise a directory that gets <id>.png per id.""",
                     example="pointfail show suites/sheets --id pfs_0000 --out sample.png")
     p.add_argument("suite_dir", metavar="DIR", help="suite directory (PointerBench layout)")
-    p.add_argument("--id", dest="ids", action="append", required=True, help="sample id (repeatable)")
+    p.add_argument("--id", dest="ids", action="append", required=True, help="sample id as in metadata.jsonl, e.g. pfs_0000 (repeatable)")
     p.add_argument("--out", help="output PNG (one id) or directory (several ids) (default: ./show/)")
     p.add_argument("--no-elements", action="store_true", help="draw the target only, not the scene graph")
     p.add_argument("--categories", help="comma-separated element categories to outline, or 'all' "
                    f"(default: all but {', '.join(sorted(DEFAULT_HIDDEN))})")
     p.set_defaults(func=run)
+
+
+def id_hint(unknown: list[str], rows: dict[str, Any]) -> str:
+    """What the ids of the suite look like, for an unknown-id message: the ids that end with what was
+    typed (``0000`` -> ``pfs_0000``), else the first and last id and how many there are."""
+    ids = list(rows)
+    if not ids:
+        return " (the suite has no samples)"
+    near = [i for u in unknown for i in ids if i.rpartition("_")[2] == u][:5]
+    if near:
+        return f"; did you mean {', '.join(near)}?"
+    return f"; its {len(ids)} ids run {ids[0]} .. {ids[-1]}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -166,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         rows = load_rows(suite_dir)
         unknown = [i for i in args.ids if i not in rows]
         if unknown:
-            raise ShowError(f"unknown id(s) {', '.join(unknown)} in {suite_dir}")
+            raise ShowError(f"unknown id(s) {', '.join(unknown)} in {suite_dir}{id_hint(unknown, rows)}")
         single_file = len(args.ids) == 1 and args.out and args.out.lower().endswith(".png")
         out_dir = None if single_file else Path(args.out or "show")
         for i in args.ids:

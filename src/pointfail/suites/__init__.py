@@ -23,7 +23,7 @@ modelled on PointerBench-Text), ``web`` (rendered web pages; separate module).
 
 from __future__ import annotations
 
-__all__ = ["KINDS"]
+__all__ = ["DRAWN", "KINDS", "generate_command"]
 
 KINDS: dict[str, str] = {
     "sheets": "spreadsheet grids: cells, headers, colours, relative references, edges, handles, corners",
@@ -31,3 +31,18 @@ KINDS: dict[str, str] = {
     "web": "rendered web pages with DOM-derived scene graphs",
 }
 """Suite kind -> one-line description; the module is ``pointfail.suites.<kind>``."""
+
+DRAWN = ("sheets", "text")
+"""The kinds drawn by Pillow alone, which ``pointfail generate`` renders on any machine with the fonts,
+byte for byte the suites image's output (``web`` needs the pinned browser)."""
+
+
+def generate_command(generator: str, n: int | None, seed: int | None, absent_share: float | None, out: str) -> str | None:
+    """The ``pointfail generate`` line that renders a study's generated benchmark into ``out``
+    without Docker (every option the study gives it, ``--absent-share`` included, so the files match
+    the committed manifest), or ``None`` for a kind that needs more than Pillow (:data:`DRAWN`) or a
+    spec without ``n`` and ``seed``."""
+    if generator not in DRAWN or n is None or seed is None:
+        return None
+    share = f" --absent-share {absent_share:g}" if absent_share else ""
+    return f"pointfail generate {generator} --n {n} --seed {seed}{share} --out {out}"

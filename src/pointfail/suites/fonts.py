@@ -85,15 +85,25 @@ def load_font(name: str, size: int):
 
 
 def check_fonts(names: Iterable[str]) -> None:
-    """Raise :class:`FontMissingError` naming every missing font (all of them, not just the first)."""
-    missing = []
+    """Raise :class:`FontMissingError` naming every missing font (all of them, not just the first),
+    grouped by the Debian package that ships them, with the one ``apt-get install`` line for all:
+    ``fonts missing: LiberationSans-Regular.ttf, LiberationSans-Bold.ttf (Debian package
+    fonts-liberation); looked in ...; install: apt-get install fonts-liberation, or set
+    POINTFAIL_FONT_DIR to a directory holding them``."""
+    by_package: dict[str, list[str]] = {}
     for n in sorted(set(names)):
         try:
             font_path(n)
-        except FontMissingError as e:
-            missing.append(str(e))
-    if missing:
-        raise FontMissingError("; ".join(missing))
+        except FontMissingError:
+            package, filename = FONTS[n]
+            by_package.setdefault(package, []).append(filename)
+    if by_package:
+        dirs = [d for d in os.environ.get("POINTFAIL_FONT_DIR", "").split(os.pathsep) if d] + list(FONT_DIRS)
+        what = "; ".join(f"{', '.join(sorted(files))} (Debian package {pkg})" for pkg, files in sorted(by_package.items()))
+        raise FontMissingError(
+            f"fonts missing: {what}; looked in {', '.join(dirs)}; install: apt-get install "
+            f"{' '.join(sorted(by_package))}, or set POINTFAIL_FONT_DIR to a directory holding them"
+        )
 
 
 def package_version(package: str) -> str | None:

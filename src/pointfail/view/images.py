@@ -104,7 +104,8 @@ def missing_image_hint(study_dir: str | Path, benchmark: str) -> str:
       records/<study>/study.toml``: it renders the study's suites inside the pinned ``suites``
       image into ``data/<study>/<benchmark>/`` and checks every file against the committed
       manifests. The sheets and text suites can also be generated without Docker with
-      ``pointfail generate <generator> --n N --seed S --out data/<study>/<benchmark>`` (byte-identical
+      ``pointfail generate <generator> --n N --seed S [--absent-share F] --out data/<study>/<benchmark>``
+      (:func:`pointfail.suites.generate_command`; byte-identical
       to the manifests on the pinned fonts); the web suite needs the pinned browser.
     * A downloadable benchmark (its loader is in ``pointfail data sources``): ``pointfail data
       fetch <loader> --to <data dir>``.
@@ -127,9 +128,11 @@ def missing_image_hint(study_dir: str | Path, benchmark: str) -> str:
         gen = str(bench["generator"])
         msg = (f"bring them with `make data STUDY={study_name}` (renders the {benchmark} suite in the "
                f"pinned suites image into {data_dir}/ and checks it against the committed manifest)")
-        if gen in ("sheets", "text") and bench.get("n") is not None and bench.get("seed") is not None:
-            msg += (f", or without Docker `pointfail generate {gen} --n {bench['n']} --seed {bench['seed']} "
-                    f"--out {data_dir}`")
+        from pointfail.suites import generate_command
+
+        cmd = generate_command(gen, bench.get("n"), bench.get("seed"), bench.get("absent_share"), data_dir)
+        if cmd:
+            msg += f", or without Docker `{cmd}`"
         return msg
     from pointfail.benchmarks.fetch import SOURCES  # imports no network code until called
 

@@ -88,7 +88,9 @@ def profile_chart_html(bars: Sequence[Bar], *, links: bool) -> str:
         rows.append(f'<div class="{cls}"><div class="bar-label">{head} <span class="muted">n={n}</span></div>'
                     f'<div class="bar">{"".join(parts)}</div></div>')
     return ('<figure class="profile"><figcaption>Failure profile: share of samples per outcome; '
-            'numbers are counts' + ("; click a segment to list exactly those samples" if links else "")
+            'numbers are counts; n = samples whose referent is in the image (hit + miss + no_prediction + error; '
+            'absent referents are counted apart)'
+            + ("; click a segment to list exactly those samples" if links else "")
             + "</figcaption>" + "".join(rows) + legend_html() + "</figure>")
 
 
@@ -99,7 +101,27 @@ def _csv(data: bytes) -> list[list[str]]:
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: str, cls: str = "") -> str:
     th = "".join(f"<th scope=col>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="data {cls}"><caption>{escape(caption)}</caption><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    return _scroll(f'<table class="data {cls}"><caption>{escape(caption)}</caption><thead><tr>{th}</tr></thead>'
+                   f'<tbody>{body}</tbody></table>')
+
+
+def record_counts(tables: Mapping[str, bytes]) -> tuple[int, int]:
+    """``(present, absent)``: records whose referent is in the image (the ``n`` of every hit rate,
+    summed over the ``pooled`` rows of ``outcomes.csv``) and records of absent referents (the pooled
+    ``n_absent`` of ``absent.csv``, counted apart), as ``aggregate`` wrote them."""
+    def pooled(name: str, col: str) -> int:
+        if name not in tables:
+            return 0
+        data = _csv(tables[name])
+        i = data[0].index(col)
+        return sum(int(r[i]) for r in data[1:] if r[1] == POOLED)
+
+    return pooled("outcomes.csv", "n"), pooled("absent.csv", "n_absent")
+
+
+def _scroll(table: str) -> str:
+    """A wide table in a box that scrolls sideways instead of being cut at the page's edge."""
+    return f'<div class="table-scroll">{table}</div>'
 
 
 def headline_html(tables: Mapping[str, bytes]) -> str:
@@ -124,8 +146,9 @@ def headline_html(tables: Mapping[str, bytes]) -> str:
                         f"<br><span class=muted>{escape(hit)} / {escape(n)}</span></td>")
         out.append("<tr>" + "".join(line) + "</tr>")
     th = "<th scope=col>model</th>" + "".join(f"<th scope=col>{escape(b)}</th>" for b in benches)
-    return (f'<table class="data headline"><caption>Hit rate (%) with bootstrap 95% interval; hit / n</caption>'
-            f"<thead><tr>{th}</tr></thead><tbody>{''.join(out)}</tbody></table>")
+    return _scroll(f'<table class="data headline"><caption>Hit rate (%) with bootstrap 95% interval; hit / n, where '
+                   f'n counts the samples whose referent is in the image (absent referents apart)</caption>'
+                   f"<thead><tr>{th}</tr></thead><tbody>{''.join(out)}</tbody></table>")
 
 
 def composition_html(tables: Mapping[str, bytes], *, links: bool) -> str:
@@ -214,7 +237,8 @@ def study_page_html(
         links: link segments and counts to ``list.html`` (the site); ``False`` for a standalone page
             (the report).
         inline_css: embed the CSS (standalone page) instead of linking ``assets/style.css``.
-        summary: ``{"records": int, "models": int, "benchmarks": int, "errors": int}`` for the header.
+        summary: ``{"models": int, "benchmarks": int, "errors": int}`` for the header; the records it
+            counts come from ``tables`` (:func:`record_counts`), so the report and the site agree.
         notes: extra paragraphs (e.g. missing images and the command that brings them).
     """
     css = asset_text("style.css") + segment_css() if inline_css else "assets/style.css"
@@ -223,8 +247,11 @@ def study_page_html(
         def count(k: int, noun: str) -> str:
             return f"{k} {noun}" + ("" if k == 1 else "s")
 
-        counts = (f'<p class="counts">{count(summary["records"], "record")} · {count(summary["models"], "model")} · '
-                  f'{count(summary["benchmarks"], "benchmark")} · '
+        present, absent = record_counts(tables)
+        counts = (f'<p class="counts">{count(present + absent, "record")}: {present} with the referent in the image '
+                  f'(n, in every hit rate)' + (f', {absent} with an absent referent (counted apart, absent.md)'
+                                               if absent else "")
+                  + f' · {count(summary["models"], "model")} · {count(summary["benchmarks"], "benchmark")} · '
                   f'{count(summary["errors"], "infrastructure error")} (non-hits, in their own column)</p>')
     note_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     body = (

@@ -350,7 +350,7 @@ def build_site(
         with open(toml, "rb") as fh:
             description = str(tomllib.load(fh).get("study", {}).get("description", ""))
     notes = [f"{n} records of {b} have no image in this site: {hint}." for b, (n, hint) in sorted(missing.items())]
-    summary = {"records": len(idx.rows), "models": len(comp.models), "benchmarks": len(comp.benchmarks),
+    summary = {"models": len(comp.models), "benchmarks": len(comp.benchmarks),
                "errors": sum(comp.cells[(m, POOLED)].error for m in comp.models)}
     (out / "index.html").write_text(
         study_page_html(study.name, description, study_bars(comp), tables, links=True, summary=summary, notes=notes),

@@ -43,7 +43,9 @@
     { key: 'mode', col: 'md', label: 'failure mode', names: M.modes },
     { key: 'judge', col: 'j', label: 'judge status', names: M.judge },
     { key: 'category', col: 'c', label: 'category', names: M.dicts.category },
-    { key: 'language', col: 'l', label: 'language', names: M.dicts.language },
+    { key: 'language', col: 'l', label: 'screen language', names: M.dicts.language,
+      title: 'the language of the text in the image (cell values, document words), as the benchmark tags it; ' +
+        'the instructions are in English' },
     { key: 'quartile', col: 'q', label: 'target size', names: ['none', '1', '2', '3', '4'],
       labels: ['no area', 'Q1 (smallest)', 'Q2', 'Q3', 'Q4 (largest)'] },
     { key: 'across', col: 'x', label: 'across models', names: M.across, labels: M.across_labels,
@@ -187,7 +189,9 @@
   }
   function annotBox(cls, src, g, note, enlarge, numbers, alt) {
     var box = h('div', { 'class': 'annot ' + cls, style: 'aspect-ratio:' + g.w + '/' + g.h });
-    if (src) box.appendChild(h('img', { src: src, alt: alt || '', loading: 'lazy', decoding: 'async', width: g.w, height: g.h }));
+    // the sample's own image loads at once; thumbnails in lists and panels load as they scroll into view.
+    // (Not enough for a headless `chromium --screenshot`: it still draws the main image blank; see issue #31.)
+    if (src) box.appendChild(h('img', { src: src, alt: alt || '', loading: cls === 'full' ? 'eager' : 'lazy', decoding: 'async', width: g.w, height: g.h }));
     else box.appendChild(h('div', { 'class': 'missing', text: note || 'image not available' }));
     box.appendChild(annotSvg(g, enlarge, numbers));
     return box;
@@ -262,7 +266,7 @@
         ns.page = 1;
         location.hash = filterParams(ns, true).toString();
       });
-      form.appendChild(h('label', { 'for': 'f-' + f.key }, [f.label, sel]));
+      form.appendChild(h('label', { 'for': 'f-' + f.key, title: f.title }, [f.label, sel]));
     });
     var sortSel = h('select', { name: 'sort', id: 'f-sort' });
     Object.keys(SORTS).forEach(function (k) { sortSel.appendChild(h('option', { value: k, text: SORTS[k], selected: st.sort === k })); });
@@ -291,7 +295,7 @@
     app.appendChild(status);
 
     var table = h('table', { 'class': 'samples', id: 'samples', 'aria-label': 'samples' });
-    table.appendChild(h('thead', {}, [h('tr', {}, ['image', 'model', 'benchmark', 'sample', 'outcome', 'failure', 'miss distance', 'category', 'language', 'instruction'].map(function (t) { return h('th', { scope: 'col', text: t }); }))]));
+    table.appendChild(h('thead', {}, [h('tr', {}, ['image', 'model', 'benchmark', 'sample', 'outcome', 'failure', 'miss distance', 'category', 'screen language', 'instruction'].map(function (t) { return h('th', { scope: 'col', text: t }); }))]));
     var tbody = h('tbody');
     var focusRow = null;
     slice.forEach(function (i, n) {

@@ -1,0 +1,91 @@
+"""What `verify`, `aggregate` (and `evaluate`, tests/test_evaluate.py) print: the headline first, the
+failure profile with count and share in one cell, one line per file written, within 160 columns, every
+number the cell of a committed table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from pointfail.cli import main
+from pointfail.commands._console import WIDTH, failure_profile, headline, table
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = REPO / "records" / "default"
+
+
+def _csv(path: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+
+
+def _block(lines: list[str], title: str) -> list[list[str]]:
+    """The rows of the table under ``title`` (title, header, rule, rows up to the first line that
+    is not a row), split on whitespace."""
+    i = lines.index(title) + 3
+    rows = []
+    while i < len(lines) and lines[i] and not lines[i].startswith(("hit rate =", "count (")):
+        rows.append(lines[i].split())
+        i += 1
+    return rows
+
+
+def test_verify_prints_the_committed_headline_and_profile(capsys):
+    assert main(["verify", str(DEFAULT)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"OK {DEFAULT}: every table matches")
+    assert all(len(ln) <= WIDTH for ln in lines)
+    absent = {(r["model"], r["benchmark"]): r["n_absent"] for r in _csv(DEFAULT / "tables" / "absent.csv")}
+    want = [[r["model"], r["benchmark"], r["hit_rate_pct"], f"[{r['ci95_low_pct']},", f"{r['ci95_high_pct']}]",
+             r["hit"], r["miss"], r["no_prediction"], r["n"], absent[r["model"], r["benchmark"]]]
+            for r in _csv(DEFAULT / "tables" / "outcomes.csv")]
+    assert _block(lines, "hit rate") == want  # e.g. ocr pooled 91.9 [89.1, 94.7], 331 of n 360, 40 absent
+    assert ["ocr", "pooled", "91.9", "[89.1,", "94.7]", "331", "24", "5", "360", "40"] in want
+    comp = _csv(DEFAULT / "tables" / "failure_composition.csv")
+    modes = ("off_by_pixels", "wrong_instance", "wrong_category", "hallucinated")
+    want = [[r["model"], r["benchmark"], r["miss"], r["labeled"],
+             *(x for m in modes for x in (r[m], f"({r[m + '_pct']}%)")), r["malformed_box"]] for r in comp]
+    assert _block(lines, "failure profile") == want  # malformed_box is the only non-zero column apart
+    assert "count (share of labeled misses); miss = labeled + malformed_box" in lines
+    assert not any("pending" in ln or "unlabeled" in ln for ln in lines)  # all-zero columns are left out
+
+
+def test_aggregate_prints_the_summary_and_one_line_per_table(tmp_path, capsys):
+    out = tmp_path / "tables"
+    assert main(["aggregate", str(DEFAULT), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.index("hit rate") < lines.index("failure profile")
+    written = [ln for ln in lines if ln.startswith(("table:", "file:"))]
+    assert f"table: {out / 'headline'}.{{md,csv}}" in written and f"file:  {out / 'SHA256SUMS'}" in written
+    names = {p.name for p in out.iterdir()}
+    shown = set()
+    for ln in written:
+        path = ln.split(None, 1)[1]
+        if path.endswith(".{md,csv}"):
+            stem = Path(path[: -len(".{md,csv}")]).name
+            shown |= {stem + ".md", stem + ".csv"}
+        else:
+            shown.add(Path(path).name)
+    assert shown == names  # every file written is on exactly one line
+
+
+def test_empty_tables_are_one_line(tmp_path):
+    t = tmp_path / "tables"
+    t.mkdir()
+    assert headline(t) == "hit rate: no scored samples"
+    assert failure_profile(t) == "failure profile: no misses"
+    (t / "failure_composition.csv").write_text(
+        "model,benchmark,miss,labeled,off_by_pixels,wrong_instance,wrong_category,hallucinated,off_by_pixels_pct,"
+        "wrong_instance_pct,wrong_category_pct,hallucinated_pct,malformed_box,unlabeled,judge_unavailable,pending\n"
+        "m,b,0,0,0,0,0,0,n/a,n/a,n/a,n/a,0,0,0,0\n", encoding="utf-8")
+    assert failure_profile(t) == "failure profile: no misses"
+    assert table(["a"], [], empty="nothing here") == "nothing here"
+
+
+def test_tables_are_cut_to_the_width_widest_column_first():
+    rows = [["short", "x" * 300, "y" * 50], ["s", "z", "w"]]
+    out = table(["a", "long", "mid"], rows, empty="")
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) == WIDTH
+    assert lines[2].split()[0] == "short" and lines[2].split()[2] == "y" * 50  # the narrower columns are whole
+    assert lines[2].split()[1] == "x" * (WIDTH - 2 - len("short") - 2 - 50 - 1) + "…"
