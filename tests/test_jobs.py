@@ -180,3 +180,17 @@ def test_reader_never_raises_on_any_bytes(tmp_path_factory, chunks):
     assert set(log.responses) <= {"x"} and set(log.invalid) <= {"x"}
     for r in log.responses.values():
         assert isinstance(r, JobResponse)
+
+
+def test_a_reader_with_a_deadline_stops_there_and_says_so(tmp_path):
+    """``read_responses(..., deadline=)``: a deadline already past reads nothing and leaves one problem
+    naming the wall clock; one in the future reads every line (the runner's final count of a
+    container's responses counts against the job's wall clock)."""
+    from pointfail.jobs import read_responses
+
+    p = tmp_path / "responses.jsonl"
+    p.write_text("".join(json.dumps({"sample_id": f"s{i}", "raw_text": "x"}) + "\n" for i in range(3000)))
+    late = read_responses(p, None, deadline=time.monotonic() - 1)
+    assert late.answered == set() and len(late.problems) == 1
+    assert late.problems[0] == f"{p}: stopped reading after 0 bytes (out of time: the job's wall clock ran out)"
+    assert len(read_responses(p, None, deadline=time.monotonic() + 60).answered) == 3000

@@ -140,3 +140,32 @@ def test_cli_exit_codes_for_infrastructure_failures(tmp_path, job):
     p = _run_cli("--family", "center", "--requests", str(tmp_path / "absent.jsonl"), "--responses", str(resp))
     assert p.returncode == 2 and "cannot read requests file" in p.stderr
     assert not resp.exists()
+
+
+def test_a_full_disk_ends_the_worker_in_one_line_and_keeps_what_was_written(job, monkeypatch, caplog):
+    """ENOSPC while a response line is made durable: exit 2, one log line naming the responses file,
+    no traceback; the lines fsynced before stay, and a rerun answers the rest exactly once."""
+    import errno
+
+    from pointfail import worker
+
+    _, req, resp = job
+    real_fsync, calls = os.fsync, []
+
+    def full(fd):  # the disk fills at the third response line
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(resp))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    args = ["--family", "center", "--requests", str(req), "--responses", str(resp), "--batch-size", "1"]
+    with caplog.at_level("ERROR"):
+        assert worker.main(args) == worker.EXIT_INFRA
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [f"infrastructure failure: cannot write {resp}: No space left on device"]
+    kept = _responses(resp)
+    assert 1 <= len(kept) <= 3 and len({r["sample_id"] for r in kept}) == len(kept)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert worker.main(args) == worker.EXIT_OK
+    assert sorted(r["sample_id"] for r in _responses(resp)) == ["bad", "missing", "s0", "s1", "s2"]

@@ -43,6 +43,7 @@ import json
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal, Optional, Union
@@ -270,7 +271,7 @@ def _validate_line(raw: bytes) -> tuple[Optional[str], Optional[JobResponse], Op
 
 def read_responses(path: Union[str, Path], wanted: Optional[Iterable[str]] = None, *,
                    max_line_bytes: int = MAX_RESPONSE_LINE_BYTES,
-                   max_total_bytes: Optional[int] = None) -> ResponseLog:
+                   max_total_bytes: Optional[int] = None, deadline: Optional[float] = None) -> ResponseLog:
     """Read a responses file that anything may have written (rules in the module docstring).
 
     Args:
@@ -279,6 +280,9 @@ def read_responses(path: Union[str, Path], wanted: Optional[Iterable[str]] = Non
         max_line_bytes: a longer line is invalid (its id is still read from its head or tail).
         max_total_bytes: stop reading after this many bytes (``None``: 2 x ``max_line_bytes`` per
             wanted sample plus 64 MiB, or unlimited without ``wanted``); the rest is one problem.
+        deadline: a ``time.monotonic()`` value; reading stops there (checked every 1024 lines), the rest
+            is one problem, so a reader's time is bounded as well as its bytes (the runner passes the
+            end of the job's wall clock).
 
     Returns:
         A :class:`ResponseLog`. Linear in the file size; memory bounded by ``max_line_bytes``.
@@ -313,6 +317,11 @@ def read_responses(path: Union[str, Path], wanted: Optional[Iterable[str]] = Non
             if max_total_bytes is not None and total >= max_total_bytes:
                 if f.read(1):
                     log.problems.append(f"{p}: stopped reading after {total} bytes (limit {max_total_bytes})")
+                break
+            if deadline is not None and not lineno % 1024 and time.monotonic() > deadline:
+                if f.read(1):
+                    log.problems.append(f"{p}: stopped reading after {total} bytes (out of time: the job's "
+                                        "wall clock ran out)")
                 break
             chunk = f.readline(max_line_bytes + 1)
             if not chunk:

@@ -382,7 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Command-line entry point. Returns 0 when every request has a response, 2 on an infrastructure
-    failure (the reason is logged to stderr)."""
+    failure (the reason is logged to stderr in one line; a full disk or a read-only job folder names the
+    file, :func:`pointfail.safeio.os_error_line`, and every response already written stays: each line is
+    written whole and fsynced by :class:`pointfail.jobs.ResponseWriter`)."""
     set_offline()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -414,6 +416,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                      req, s.total, s.skipped, s.answered, s.errors, s.batches, s.seconds)
     except WorkerError as e:
         log.error("infrastructure failure: %s", e)
+        return EXIT_INFRA
+    except OSError as e:  # disk full, read-only job folder: one line naming the file; lines already written stay
+        from pointfail.safeio import os_error_line
+
+        log.error("infrastructure failure: %s", os_error_line(e))
         return EXIT_INFRA
     return EXIT_OK
 

@@ -61,6 +61,10 @@ REQUESTS_MOUNT = "/requests"
 IMAGES_MOUNT = "/images"
 WEIGHTS_MOUNT = "/weights"
 
+FINAL_READ_GRACE_S = 30.0
+"""Seconds the runner's count of a finished container's responses may run past the job's wall clock
+(:func:`answered_ids` with a deadline): the host's read is bounded in time as well as in bytes."""
+
 MAX_RESPONSES_BYTES = 1 << 30
 """Bytes a container's ``responses.jsonl`` may hold at most (1 GiB), whatever the job's size."""
 
@@ -171,10 +175,12 @@ class JobResult:
     problems: list[str] = field(default_factory=list)
 
 
-def answered_ids(responses: Path, wanted: Optional[set[str]] = None) -> set[str]:
+def answered_ids(responses: Path, wanted: Optional[set[str]] = None, deadline: Optional[float] = None) -> set[str]:
     """Sample ids with a response line (answers, error responses and explained invalid lines alike)
     in ``responses`` (:func:`pointfail.jobs.read_responses`). A final line cut short by a kill is
-    ignored. With ``wanted``, at most :func:`responses_cap` bytes are read (the rest is not).
+    ignored. With ``wanted``, at most :func:`responses_cap` bytes are read (the rest is not); with
+    ``deadline`` (``time.monotonic()``), reading stops there (what is not read counts as unanswered
+    and is read by the next run).
 
     Raises:
         pointfail.jobs.JobFileError: the file is a symlink or not a regular file.
@@ -183,7 +189,7 @@ def answered_ids(responses: Path, wanted: Optional[set[str]] = None) -> set[str]
 
     if wanted is None:
         return read_responses(responses).answered
-    return read_responses(responses, wanted, max_total_bytes=responses_cap(len(wanted))).answered
+    return read_responses(responses, wanted, max_total_bytes=responses_cap(len(wanted)), deadline=deadline).answered
 
 
 def host_has_gpu() -> bool:
@@ -722,7 +728,9 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
     if over is not None:
         raise ContainerFailed(f"{family}: {over}", exit_code=exit_code, timed_out=False, log_tail=tail)
     try:
-        answered = sum(len(answered_ids(f, ids) & ids) for f, ids in wanted.items())
+        # the host's read counts against the job's wall clock (plus a grace for a job that ends at it)
+        until = max(t0 + wall_clock_s, time.monotonic()) + FINAL_READ_GRACE_S
+        answered = sum(len(answered_ids(f, ids, until) & ids) for f, ids in wanted.items())
     except JobFileError as e:
         raise ContainerFailed(f"{family}: {e}", exit_code=exit_code, timed_out=timed_out, log_tail=tail) from None
     where = paths.out if len(wanted) > 1 else next(iter(wanted))
