@@ -84,6 +84,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False)
 
 
+class _Flagged(_Model):
+    """A model with ``flags`` (what was repaired in an outside reply when it was read) that leaves
+    ``flags`` out of its JSON when empty, so records without repairs keep their bytes."""
+
+    flags: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _drop_no_flags(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("flags"):
+            data.pop("flags", None)
+        return data
+
+
 class ImageRef(_Model):
     """An image on disk. ``width``/``height`` in pixels of the original image; ``sha256`` of the file
     bytes (hex), ``None`` when the file is not available (PointerBench ships no screenshots)."""
@@ -162,7 +176,7 @@ downscaling), ``original`` (the model receives the image as sent, at its origina
 (no budget declared for a resized-input frame: not guessed)."""
 
 
-class ServedInfo(_Model):
+class ServedInfo(_Flagged):
     """How a served model (an OpenAI-compatible chat-completions server) answered one sample.
 
     Attributes:
@@ -203,14 +217,6 @@ class ServedInfo(_Model):
     system_prompt: bool = False
     observed_tokens: Optional[int] = None
     observed_size: Optional[list[int]] = None
-    flags: list[str] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _drop_no_flags(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if not data.get("flags"):
-            data.pop("flags", None)
-        return data
 
 
 class Response(_Model):
@@ -307,25 +313,16 @@ class OfficialScore(_Model):
         return out
 
 
-class JudgeAttempt(_Model):
+class JudgeAttempt(_Flagged):
     """One judge request: 1-based attempt number, the raw reply, the label read from it (or ``None``)
     and the verdict (``accepted``, ``rejected_two_labels``, ``rejected_negated``,
-    ``rejected_no_label``, ``rejected_empty``)."""
+    ``rejected_no_label``, ``rejected_empty``); ``flags``: what was repaired in the reply before it
+    was read (``invalid_unicode_replaced``), left out of the JSON when empty."""
 
     attempt: int
     reply: str
     verdict: str
     label: Optional[FailureMode] = None
-    flags: list[str] = Field(default_factory=list)
-    """What was repaired in the reply before it was read (``invalid_unicode_replaced``); left out of
-    the JSON when empty."""
-
-    @model_serializer(mode="wrap")
-    def _drop_no_flags(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if not data.get("flags"):
-            data.pop("flags", None)
-        return data
 
 
 class Judgment(_Model):
