@@ -8,19 +8,29 @@ without continuous batching generates one request at a time, so on it concurrenc
 client's work (image encoding, transfer) with generation: the ratio measures that overlap, not a
 server's batching (vLLM, SGLang batch concurrent requests; not measured here: no GPU).
 
-Part 2: the client's own cost per request against the scripted fake server with zero latency
+Part 2 (``latency``): requests per second at concurrency 1, 4 and 16 against the scripted fake server
+answering every request after a fixed ``--latency`` (0.5 s; threads, so requests overlap as on a
+batching server), on UI-like screenshots (a generated sheets suite, 1024x768, the family's published
+budget sent, so the client resizes once per image to 1036x756); ratios against concurrency 1 side by
+side in one run, and this process's CPU seconds per request (``time.process_time``; the issue's
+targets: c=16 at least 12x c=1, at most 20 ms of client CPU per request). The ideal ratio is the
+concurrency itself.
+
+Part 3: the client's own cost per request against the scripted fake server with zero latency
 (:mod:`pointfail.testing.openai_fake`, a stdlib threading server, in a separate process so that its
 work does not hold this process's interpreter lock): the whole ``run_served`` path (read the request,
 open and decode the PNG, plan the frame, encode PNG and base64, one HTTP request, read the reply,
 append the response through the job writer with fsync) divided by ``N``, at concurrency 1 and 16, for
-1024x768 and 224x224 images (the difference is the image's own cost: decode, PNG encode, base64 and
-transfer). The stub still reads each body and the image header, so the numbers are an upper bound on
+1024x768 and 224x224 noise images sent at the family's budget (1024x768 resized once to 1036x756,
+224x224 sent as it is; the stub counts the image tokens of what it receives, so the frame check
+agrees) (the difference is the image's own cost: decode, resize, PNG encode, base64 and transfer). The stub still reads each body and the image header, so the numbers are an upper bound on
 the client's cost; both share the machine's cores.
 
-    python bench/served.py [--samples 12] [--max-new-tokens 16] [--stub-samples 40] [--part both|serve|stub]
+    python bench/served.py [--samples 12] [--max-new-tokens 16] [--stub-samples 40]
+                           [--part all|both|serve|latency|stub] [--latency 0.5] [--latency-samples 32]
                            [--rounds 1] [--quick]
 
-Prints two tables (tabulate). Numbers are reported, not asserted.
+``both`` is serve and stub (as before); ``all`` adds latency. Prints a table per part (tabulate). Numbers are reported, not asserted.
 """
 
 from __future__ import annotations
@@ -69,13 +79,60 @@ def timed_run(base_url: str, model: str, req: Path, out: Path, concurrency: int,
     return time.perf_counter() - t0, s.answered
 
 
-def _stub(conn, reply: str) -> None:
-    """Child process: a zero-latency FakeOpenAI; sends its URL, serves until told to stop."""
+def _stub(conn, reply: str, latency: float = 0.0) -> None:
+    """Child process: a FakeOpenAI answering after ``latency`` seconds; sends its URL, serves until told
+    to stop."""
     from pointfail.testing.openai_fake import FakeOpenAI
 
-    with FakeOpenAI(None, default_reply=reply, model="stub") as fk:
+    with FakeOpenAI(None, default_reply=reply, model="stub", latency=latency) as fk:
         conn.send(fk.url)
         conn.recv()
+
+
+def latency_part(root: Path, args) -> None:
+    """Part 2: requests/s per concurrency against a stub with fixed latency, on generated screenshots;
+    prints the table and the ratios to concurrency 1 (one run, side by side)."""
+    import multiprocessing
+
+    from tabulate import tabulate
+
+    from pointfail.suites import sheets
+
+    suite = root / "latency-suite"
+    sheets.generate(suite, n=args.latency_samples, seed=7)
+    images = sorted((suite / "data").rglob("*.png"))
+    req = root / "latency-requests.jsonl"
+    with open(req, "w") as f:
+        for i, p in enumerate(images):
+            f.write(json.dumps({"sample_id": f"s{i:04d}", "image": str(p), "prompt": f"point to item {i}",
+                                "task": "point", "max_new_tokens": args.max_new_tokens}) + "\n")
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_stub, args=(child, '[{"point_2d": [10, 10]}]', args.latency), daemon=True)
+    proc.start()
+    rows, rates = [], {}
+    try:
+        url = parent.recv()
+        opts = dict(pixel_budget="family")
+        timed_run(url, "stub", req, root / "latency-warm.jsonl", max(args.concurrency), **opts)  # imports
+        for c in args.concurrency:
+            cpu0 = time.process_time()
+            dt, n = timed_run(url, "stub", req, root / f"latency-{c}.jsonl", c, **opts)
+            cpu = time.process_time() - cpu0
+            rates[c] = n / dt
+            rows.append([c, n, f"{dt:.2f}", f"{rates[c]:.2f}", f"{rates[c] / rates[args.concurrency[0]]:.2f}",
+                         f"{cpu / max(n, 1) * 1000:.1f}"])
+    finally:
+        parent.send("stop")
+        proc.join(timeout=10)
+    print(f"\nlatency stub ({args.latency} s per answer, another process), {len(images)} sheets screenshots "
+          f"of 1024x768, family budget (sent at 1036x756)")
+    print(tabulate(rows, headers=["concurrency", "samples", "seconds", "requests/s", "ratio to c=1",
+                                  "client CPU ms per request"], tablefmt="github"), flush=True)
+    c1, *others = args.concurrency
+    for c in others:  # wall time at c=1 over wall time at c: the throughput ratio (ideal: c)
+        print(ratio_line(f"requests/s at concurrency {c} / at concurrency {c1} (ideal {c / c1:g})",
+                         [rates[c]], [rates[c1]]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,18 +149,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--stub-samples", type=int, default=40)
-    ap.add_argument("--part", choices=["both", "serve", "stub"], default="both")
+    ap.add_argument("--part", choices=["all", "both", "serve", "latency", "stub"], default="both")
+    ap.add_argument("--latency", type=float, default=0.5, help="seconds the latency stub waits per answer")
+    ap.add_argument("--latency-samples", type=int, default=32, help="screenshots per row of the latency part")
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds of the stub part")
     add_quick(ap)
     args = ap.parse_args(argv)
-    if args.quick:  # the stub part only: transformers serve takes a minute to start
-        args.part, args.stub_samples, args.rounds = "stub", 4, 2
+    if args.quick:  # the stub parts only: transformers serve takes a minute to start
+        args.part, args.stub_samples, args.rounds = "stub+latency", 4, 2
+        args.latency, args.latency_samples, args.concurrency = 0.05, 4, [1, 4]
     print(load_line())
     budget = dict(resize="server", max_pixels=12544, min_pixels=3136, factor=28)
+    # the stubs count the image tokens of the image they receive: the client sends the family's budget
+    # (a 1024x768 image resized once to 1036x756, 224x224 as it is), which is what they then see
+    stub_opts = dict(pixel_budget="family")
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        if args.part in ("both", "serve"):
+        if args.part in ("all", "both", "serve"):
             ckpt = build_qwen2_5_vl(root / "ckpt", plain=True)
             req = make_requests(root, args.samples, (1024, 768), args.max_new_tokens)
             rows = []
@@ -119,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"max_new_tokens {args.max_new_tokens}")
             print(tabulate(rows, headers=["concurrency", "samples", "seconds", "samples/s", "ratio to c=1"],
                            tablefmt="github"), flush=True)
-        if args.part in ("both", "stub"):
+        if args.part in ("all", "latency", "stub+latency"):
+            latency_part(root, args)
+        if args.part in ("all", "both", "stub", "stub+latency"):
             rows = []
             ctx = multiprocessing.get_context("spawn")
             parent, child = ctx.Pipe()
@@ -130,11 +195,12 @@ def main(argv: list[str] | None = None) -> int:
                 sizes = ((1024, 768), (224, 224))
                 sreqs = {size: make_requests(root, args.stub_samples, size, args.max_new_tokens)
                          for size in sizes}
-                timed_run(url, "stub", sreqs[sizes[0]], root / "stub-warm.jsonl", 1, **budget)  # imports, connection
+                timed_run(url, "stub", sreqs[sizes[0]], root / "stub-warm.jsonl", 1, **stub_opts)  # imports, connection
                 walls: dict[tuple[tuple[int, int], int], list[float]] = {(size, c): [] for size in sizes for c in (1, 16)}
-                for _ in range(args.rounds):
-                    for (size, c), v in walls.items():
-                        dt, n = timed_run(url, "stub", sreqs[size], root / "stub.jsonl", c, **budget)
+                for k in range(args.rounds):
+                    for (size, c), v in walls.items():  # a fresh job folder per run: nothing is resumed
+                        out = root / f"stub-{size[0]}x{size[1]}-c{c}-r{k}.jsonl"
+                        dt, n = timed_run(url, "stub", sreqs[size], out, c, **stub_opts)
                         v.append(dt)
                 for (size, c), v in walls.items():
                     dt = statistics.median(v)

@@ -8,6 +8,7 @@ Commands::
     pointfail-runner wheels [IMAGE ...] [--variant cpu|cuda|vllm]       # wheelhouse from the lock files
     pointfail-runner build [IMAGE ...] [--variant cpu|cuda|vllm] [--force] [--record]   # vllm: the serving variant (GPU)
     pointfail-runner check-pins [IMAGE ...]      # recorded Debian versions the archive no longer has
+    pointfail-runner init [--name N] [--out FILE]  # a commented study with one served model, to edit
     pointfail-runner run --study FILE [--models M ...] [--benchmarks B ...] [--limit N] ...
     pointfail-runner prereqs [--check]            # Debian packages the tests and studies need
     pointfail-runner reproduce --study FILE [--publish] [--bundle PATH]   # every stage, timed; compare
@@ -75,9 +76,20 @@ def _image_variants(image_dir: Path, variant: str) -> list[str]:
     return _variants(variant) if uses_torch(image_dir) else ["cpu"]
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point of ``pointfail-runner``; returns the exit code."""
-    ap = argparse.ArgumentParser(prog="pointfail-runner", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The ``pointfail-runner`` parser; each command's help text is in :mod:`pointfail_runner.cli_help`."""
+    from .cli_help import add
+
+    from pointfail.commands._help import HelpFormatter
+
+    ap = argparse.ArgumentParser(
+        prog="pointfail-runner", formatter_class=HelpFormatter,
+        description="The parent runner: builds the pinned images, runs a study's models (in containers, or\n"
+                    "against a server) into records, reproduces and bundles studies, and spreads a study over\n"
+                    "machines (plan, submit, status, merge). Each command's --help says what it reads and\n"
+                    "writes, with an example and its exit codes.",
+        epilog="examples:\n  pointfail-runner init --name my-study\n"
+               "  pointfail-runner run --study records/my-study/study.toml")
     ap.add_argument("--repo", type=Path, default=None, help="pointfail checkout (default: found from cwd)")
     snap = argparse.ArgumentParser(add_help=False)
     snap.add_argument("--snapshot", default="", metavar="TIMESTAMP",
@@ -85,44 +97,46 @@ def main(argv: Optional[list[str]] = None) -> int:
     snap.add_argument("--snapshot-mirror", default=os.environ.get("SNAPSHOT_MIRROR", ""), metavar="URL",
                       help="the snapshot archive's URL (default $SNAPSHOT_MIRROR)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("engine", help="ping the Docker Engine; start dockerd when none answers (root, Debian)")
-    b = sub.add_parser("base", parents=[snap], help="build pointfail/base from Debian packages (debootstrap + docker import)")
+    add(sub, "engine")
+    b = add(sub, "base", parents=[snap])
     b.add_argument("--force", action="store_true", help="rebuild even when the base built for the lock is present")
     b.add_argument("--record", nargs="?", const="1", default="", type=_flag,
                    help="write this build's package versions into the lock (--record, --record=1; --record= is off)")
     b.add_argument("--lock", type=Path, default=None, help="lock path (default images/base/base.lock.json)")
-    sub.add_parser("lock-host", help="resolve runner/requirements.in into runner/requirements.lock (the project "
-                                     "venv's hashed packages, for CPython 3.11-3.13)")
-    lk = sub.add_parser("lock", help="resolve requirements*.in into lock files with hashes")
-    lk.add_argument("images", nargs="*")
-    lk.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
-    w = sub.add_parser("wheels", help="download the lock files' wheels into the wheelhouse")
-    w.add_argument("images", nargs="*")
-    w.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"])
-    w.add_argument("--wheelhouse", type=Path, default=None)
-    bd = sub.add_parser("build", parents=[snap], help="build images (missing ones only unless --force)")
-    bd.add_argument("images", nargs="*")
-    bd.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm"])
-    bd.add_argument("--force", action="store_true")
+    add(sub, "lock-host")
+    lk = add(sub, "lock")
+    lk.add_argument("images", nargs="*", help=_IMAGES)
+    lk.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"], help=_VARIANT)
+    w = add(sub, "wheels")
+    w.add_argument("images", nargs="*", help=_IMAGES)
+    w.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm", "all"], help=_VARIANT)
+    w.add_argument("--wheelhouse", type=Path, default=None, help="folder for the wheels (default wheelhouse/)")
+    bd = add(sub, "build", parents=[snap])
+    bd.add_argument("images", nargs="*", help=_IMAGES)
+    bd.add_argument("--variant", default="cpu", choices=["cpu", "cuda", "vllm"], help=_VARIANT)
+    bd.add_argument("--force", action="store_true", help="rebuild even when the image for these inputs is present")
     bd.add_argument("--record", nargs="?", const="1", default="", type=_flag,
                     help="write the Debian versions each image holds into its debian.lock (and the base's lock)")
-    bd.add_argument("--wheelhouse", type=Path, default=None)
-    cp = sub.add_parser("check-pins", parents=[snap],
-                        help="list the recorded Debian versions (base and images) the configured archive no longer has")
-    cp.add_argument("images", nargs="*")
-    r = sub.add_parser("run", help="run a study's models over its benchmarks into records")
+    bd.add_argument("--wheelhouse", type=Path, default=None,
+                    help="install the Python packages from this folder (pointfail-runner wheels)")
+    cp = add(sub, "check-pins", parents=[snap])
+    cp.add_argument("images", nargs="*", help=_IMAGES)
+    it = add(sub, "init")
+    it.add_argument("--name", default="my-study", help="the study's name (lower-case letters, digits, '.', '_', '-')")
+    it.add_argument("--out", type=Path, default=None, help="the file to write (default records/<name>/study.toml)")
+    r = add(sub, "run")
     r.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
-    r.add_argument("--models", nargs="*", default=None)
-    r.add_argument("--benchmarks", nargs="*", default=None)
-    r.add_argument("--data-root", type=Path, default=None)
-    r.add_argument("--weights-root", type=Path, default=None)
+    r.add_argument("--models", nargs="*", default=None, help="only these models of the study (default: all)")
+    r.add_argument("--benchmarks", nargs="*", default=None, help="only these benchmarks of the study (default: all)")
+    r.add_argument("--data-root", type=Path, default=None, help=_DATA_ROOT)
+    r.add_argument("--weights-root", type=Path, default=None, help=_WEIGHTS_ROOT)
     r.add_argument("--work", type=Path, default=None, help="job directories (default work/<study>)")
     r.add_argument("--records", type=Path, default=None, help="records directory (default beside the study)")
     r.add_argument("--limit", type=int, default=None, help="first N samples per benchmark (smoke runs)")
     r.add_argument("--variant", default=None, choices=["cpu", "cuda"], help="default: cuda when a GPU is present")
     r.add_argument("--wall-clock", type=float, default=6 * 3600, help="seconds per job before the kill")
-    r.add_argument("--mem-limit", default="8g")
-    r.add_argument("--batch-size", type=int, default=None)
+    r.add_argument("--mem-limit", default="8g", help="memory limit of each model container (Docker's units)")
+    r.add_argument("--batch-size", type=int, default=None, help="samples per forward pass (default: the image's)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     r.add_argument("--retry-errors", action="store_true",
                    help="ask a served model again for the samples whose response was an error (done by itself "
@@ -131,13 +145,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="base image lock naming the base to build on (default images/base/base.lock.json)")
     r.add_argument("--fix-permissions", action="store_true",
                    help="as root: make data/weights readable by the container user (chmod -R o+rX) if they are not")
-    pq = sub.add_parser("prereqs", help="check (and as root on Debian, install) the system packages needed")
+    pq = add(sub, "prereqs")
     pq.add_argument("--check", action="store_true", help="only check; print the install command when missing")
-    dt = sub.add_parser("data", parents=[snap], help="render a study's generated suites in the pinned image; check the manifests")
-    dt.add_argument("--study", type=Path, required=True)
-    dt.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
-    rp = sub.add_parser("reproduce", parents=[snap],
-                        help="every stage of a study in order, timed; compare with the committed tables")
+    dt = add(sub, "data", parents=[snap])
+    dt.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
+    dt.add_argument("--variant", default="cpu", choices=["cpu", "cuda"], help=_VARIANT)
+    rp = add(sub, "reproduce", parents=[snap])
     rp.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
     rp.add_argument("--publish", action="store_true",
                     help="write records, tables and suite manifests into records/<study>/ instead of comparing")
@@ -146,22 +159,34 @@ def main(argv: Optional[list[str]] = None) -> int:
     rp.add_argument("--no-install", action="store_true", help="never install system packages; stop instead")
     rp.add_argument("--bundle", default="", metavar="PATH",
                     help="reproduce from an archival bundle (make bundle): no network at all; empty: build as usual")
-    pr = sub.add_parser("pristine", help="run a command (make reproduce) in a fresh clone inside a pristine Debian 12 "
-                                         "container (python3, pip, venv, make, git) with this engine's socket")
+    pr = add(sub, "pristine")
     pr.add_argument("--offline", action="store_true", help="no network; apt and pip pointed at a closed port")
     pr.add_argument("--mount", action="append", default=[], metavar="PATH[:rw]",
                     help="a host path mounted at the same path (read-only unless :rw)")
-    pr.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    pr.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="an environment variable for the command (repeatable)")
     pr.add_argument("--keep", action="store_true", help="keep the clone")
     pr.add_argument("--engine-socket", default="/var/run/docker.sock",
                     help="the engine socket given to the container (default this machine's)")
-    pr.add_argument("--timeout", type=float, default=3600)
+    pr.add_argument("--timeout", type=float, default=3600, help="seconds before the container is stopped")
     pr.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
-    bu = sub.add_parser("bundle", help="write the archival bundle of a study: images, data, records, locks, wheels")
-    bu.add_argument("--study", type=Path, required=True)
-    bu.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+    bu = add(sub, "bundle")
+    bu.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
+    bu.add_argument("--variant", default="cpu", choices=["cpu", "cuda"], help=_VARIANT)
     bu.add_argument("--out", type=Path, default=None, help="folder for the bundle (default bundles/)")
-    _add_plan_commands(sub)
+    _add_plan_commands(sub, add)
+    return ap
+
+
+_IMAGES = "image names (folders of images/; default: all)"
+_VARIANT = "cpu, cuda (GPU torch), vllm (the serving variant, where an image has one); all: cpu and cuda"
+_DATA_ROOT = "where the benchmarks' data folders are (default data/<study>/)"
+_WEIGHTS_ROOT = "where the checkpoints are (default weights/)"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point of ``pointfail-runner``; returns the exit code."""
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd == "shard":  # the node step needs the run folder only, not a checkout
         return _shard(args)
@@ -183,6 +208,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.cmd in ("plan", "submit", "status", "merge"):
         return _plan_command(args, repo)
     try:
+        if args.cmd == "init":
+            from .template import write_study
+
+            try:
+                print(f"[init] wrote {write_study(args.name, args.out, repo=repo)}: edit its [[models]] entry "
+                      "(base_url, model, family), then follow the steps at its top")
+            except (FileExistsError, ValueError) as e:
+                print(f"pointfail-runner init: {e}" + (" (not overwritten)" if isinstance(e, FileExistsError) else ""),
+                      file=sys.stderr)
+                return 1
+            return 0
         if args.cmd == "prereqs":
             from .prereqs import ensure_packages
 
@@ -288,34 +324,32 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def _add_plan_commands(sub) -> None:
+def _add_plan_commands(sub, add) -> None:
     """``plan``, ``submit``, ``status``, ``merge`` and ``shard`` (issue 18: a study on several machines)."""
-    pl = sub.add_parser("plan", help="split a study's work into shards of cells (model x benchmark shard)")
+    pl = add(sub, "plan")
     pl.add_argument("--study", type=Path, required=True, help="records/<study>/study.toml")
     pl.add_argument("--out", type=Path, default=None, help="plan file (default work/<study>/plan.json)")
     g = pl.add_mutually_exclusive_group()
     g.add_argument("--shard-size", type=int, default=None, help="target samples per shard (default 1000)")
     g.add_argument("--shards", type=int, default=None, help="exactly this many shards per model")
-    pl.add_argument("--models", nargs="*", default=None)
-    pl.add_argument("--benchmarks", nargs="*", default=None)
-    pl.add_argument("--data-root", type=Path, default=None)
+    pl.add_argument("--models", nargs="*", default=None, help="only these models of the study (default: all)")
+    pl.add_argument("--benchmarks", nargs="*", default=None, help="only these benchmarks of the study (default: all)")
+    pl.add_argument("--data-root", type=Path, default=None, help=_DATA_ROOT)
     pl.add_argument("--gpus", type=int, default=0, help="GPUs per shard of a weight-backed model (default 0)")
-    for name, hlp in (("submit", "run a plan's shards with an executor (local Docker, Slurm arrays, k8s Indexed Jobs)"),
-                      ("status", "which cells of a plan are done, running, queued, failed, partial or pending"),
-                      ("merge", "merge a run's per-shard responses into the study's records (deterministic)")):
-        p = sub.add_parser(name, help=hlp)
+    for name in ("submit", "status", "merge"):
+        p = add(sub, name)
         p.add_argument("--plan", type=Path, required=True, help="the plan file")
         p.add_argument("--run-dir", type=Path, default=None,
                        help="the run folder on shared storage (default run/ beside the plan)")
-        p.add_argument("--data-root", type=Path, default=None)
-        p.add_argument("--weights-root", type=Path, default=None)
+        p.add_argument("--data-root", type=Path, default=None, help=_DATA_ROOT)
+        p.add_argument("--weights-root", type=Path, default=None, help=_WEIGHTS_ROOT)
         if name == "merge":
             p.add_argument("--records", type=Path, default=None, help="records folder (default beside the study)")
         if name == "submit":
-            p.add_argument("--executor", required=True, choices=["local", "slurm", "k8s"])
-            p.add_argument("--models", nargs="*", default=None)
+            p.add_argument("--executor", required=True, choices=["local", "slurm", "k8s"], help="where the shards run")
+            p.add_argument("--models", nargs="*", default=None, help="only these models' shards (default: all)")
             p.add_argument("--missing", action="store_true", help="only shards with a cell that is not done")
-            p.add_argument("--variant", default="cpu", choices=["cpu", "cuda"])
+            p.add_argument("--variant", default="cpu", choices=["cpu", "cuda"], help=_VARIANT)
             p.add_argument("--base-lock", type=Path, default=None,
                            help="base image lock images are built on (default images/base/base.lock.json)")
             p.add_argument("--cluster", type=Path, default=None, help="cluster settings TOML ([slurm], [k8s])")
@@ -323,17 +357,17 @@ def _add_plan_commands(sub) -> None:
             p.add_argument("--mem-limit", default="8g", help="local: container memory limit")
             p.add_argument("--wall-clock", type=float, default=6 * 3600, help="local: seconds per shard")
             p.add_argument("--runtime", default=None, choices=["docker", "pyxis", "apptainer"], help="slurm runtime")
-            p.add_argument("--partition", default=None)
+            p.add_argument("--partition", default=None, help="slurm: the partition to submit to")
             p.add_argument("--time-limit", default=None, help="slurm: time limit per shard")
             p.add_argument("--max-parallel", type=int, default=None, help="slurm: shards of a model at once")
             p.add_argument("--registry", default=None, help="k8s (and registry images on slurm)")
             p.add_argument("--dry-run", action="store_true", help="slurm: write the batch scripts, do not sbatch")
-    sh = sub.add_parser("shard", help="(node step) run one staged shard on this machine's Docker Engine")
-    sh.add_argument("--run-dir", type=Path, required=True)
-    sh.add_argument("--model", required=True)
-    sh.add_argument("--index", type=int, required=True)
-    sh.add_argument("--mem-limit", default="8g")
-    sh.add_argument("--wall-clock", type=float, default=6 * 3600)
+    sh = add(sub, "shard")
+    sh.add_argument("--run-dir", type=Path, required=True, help="the staged run folder (on shared storage)")
+    sh.add_argument("--model", required=True, help="the model whose shard this is")
+    sh.add_argument("--index", type=int, required=True, help="the shard's index (the array task id)")
+    sh.add_argument("--mem-limit", default="8g", help="memory limit of the shard's container (Docker's units)")
+    sh.add_argument("--wall-clock", type=float, default=6 * 3600, help="seconds before the container is killed")
 
 
 def _shard(args) -> int:

@@ -19,7 +19,10 @@ Compute every table from a study's per-sample records
 with confidence intervals, outcomes, failure composition, breakdowns, tolerance
 curves, box outcomes, official-rule scores, paired comparisons, as Markdown and CSV,
 plus summary.json and SHA256SUMS. The tables depend on the records alone and
-regenerate byte for byte.""",
+regenerate byte for byte. Exit 0 when written; 1 when records cannot be read; 2 for
+bad arguments; 4 when written but samples ended in an infrastructure error (the
+headline says INCOMPLETE with the count; ask them again, then aggregate again), as
+pointfail evaluate.""",
         example="pointfail aggregate records/default",
     )
     p.add_argument("study", nargs="+", help="study directory (records/<study>) or a folder of studies (records/)")
@@ -93,6 +96,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     from pointfail.commands._console import study_summary
     from pointfail.records import RecordError
 
+    incomplete = 0
     try:
         studies = _studies(args.study)
         if args.out and len(studies) != 1:
@@ -103,10 +107,27 @@ def _aggregate(args: argparse.Namespace) -> int:
             out = Path(args.out) if args.out else s / "tables"
             print(f"{s}: wrote {len(files)} files to {out}\n")
             print(study_summary(out, files=_table_files(out, files)) + "\n")
+            errors = _errors(files["outcomes.csv"])
+            if errors:
+                incomplete += 1
+                print(f"INCOMPLETE {s}: {errors} sample(s) ended in an infrastructure error (counted as non-hits; "
+                      "rerun them for final numbers)", file=sys.stderr)
     except (RecordError, AggregateError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    return 0
+    return 4 if incomplete else 0
+
+
+def _errors(outcomes_csv: bytes) -> int:
+    """Samples that ended in an infrastructure error, from the ``error`` column of the
+    ``outcomes.csv`` just written (its per-benchmark rows; the pooled rows repeat them)."""
+    import csv
+    import io
+
+    from pointfail.aggregate.rows import POOLED
+
+    rows = csv.DictReader(io.StringIO(outcomes_csv.decode("utf-8")))
+    return sum(int(r["error"]) for r in rows if r["benchmark"] != POOLED)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -55,9 +55,12 @@ the target in green and the point in red and asked for one label.
 
 Only misses without a final verdict from this judge are judged (a rerun continues
 where the last one stopped); records are rewritten in place, atomically. Exit 0 when
-every miss has a final verdict, 3 when some are judge_unavailable or pending (rerun
-to fill them in) or, with --judge human, some lines of --labels were refused (each is
-listed: no such miss, an unknown label, an annotator's second line about one miss).""",
+every miss has a final verdict; 2 when the input cannot be used; 3 when some are
+judge_unavailable or pending (rerun to fill them in), the judge's server does not
+answer, or, with --judge human, some lines of --labels were refused (each is listed:
+no such miss, an unknown label, an annotator's second line about one miss); 4 when
+samples ended in an infrastructure error (no reply to judge: the study is INCOMPLETE
+until they are asked again), before 3, as pointfail evaluate.""",
         example="pointfail judge records/default --judge oracle",
     )
     p.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
@@ -330,6 +333,12 @@ def _judge(args: argparse.Namespace) -> int:
             if len(problems) > 50:
                 print(f"  ... and {len(problems) - 50} more (--json lists them all)", file=sys.stderr)
     left = sum(d["status"].get("judge_unavailable", 0) + d["status"].get("pending", 0) for d in reports)
+    errors = reports[0]["errors"] if reports else 0
+    if errors:  # as pointfail evaluate: an incomplete study comes first, whatever the judge left
+        print(f"INCOMPLETE {root}: {errors} sample(s) ended in an infrastructure error and have no reply to judge; "
+              "ask them again (pointfail-runner run --retry-errors, pointfail evaluate --retry-errors)",
+              file=sys.stderr)
+        return 4
     return 3 if left or problems else 0
 
 

@@ -94,6 +94,8 @@ class StageReport:
             judge_unavailable, pending).
         labels: labels given in this run.
         problems: ``"<file>:<sample_id>: <reason>"`` for each miss left pending.
+        errors: records that ended in an infrastructure error (outcome ``error``: no reply to judge;
+            the study is incomplete until they are asked again).
     """
 
     judge: str
@@ -108,6 +110,7 @@ class StageReport:
     status: Counter = field(default_factory=Counter)
     labels: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    errors: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (counters as sorted dicts)."""
@@ -119,6 +122,7 @@ class StageReport:
             "already": self.already,
             "resumed": self.resumed,
             "stale": self.stale,
+            "errors": self.errors,
             "skipped": self.skipped,
             "judged": self.judged,
             "status": dict(sorted(self.status.items())),
@@ -318,6 +322,7 @@ def _judge_locked(
     for st in states:
         for rec in st.records:
             if rec.outcome != "miss":
+                report.errors += rec.outcome == "error"
                 continue
             report.misses += 1
             if needs_verdict(rec, judge.name, role):
