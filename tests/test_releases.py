@@ -133,12 +133,15 @@ def test_evaluate_with_data_reads_the_published_files(tmp_path):
 
 
 def _documented_release():
-    from pointfail.benchmarks import point_bench, refspatial, where2place
+    """The stand-in hub's dataset folder -> the loader's RELEASE patterns (PointerBench's one hub
+    repository holds its three subsets)."""
+    from pointfail.benchmarks import point_bench, pointerbench, refspatial, screenspot_pro, where2place
 
-    return {"point-bench": point_bench.RELEASE, "where2place": where2place.RELEASE, "refspatial": refspatial.RELEASE}
+    return {"point-bench": point_bench.RELEASE, "where2place": where2place.RELEASE, "refspatial": refspatial.RELEASE,
+            "screenspot-pro": screenspot_pro.RELEASE, "pointerbench": pointerbench.RELEASE}
 
 
-@pytest.mark.parametrize("bench", ["point-bench", "where2place", "refspatial"])
+@pytest.mark.parametrize("bench", ["point-bench", "where2place", "refspatial", "screenspot-pro", "pointerbench"])
 def test_stand_in_hub_serves_each_benchmark_as_documented(bench):
     """Every file the stand-in hub serves for a benchmark (its STAND-IN README aside) matches a
     pattern of the loader's documented release, and every exact name of it is served."""
@@ -164,6 +167,67 @@ def test_stand_in_point_bench_archives_nest_members_per_category():
     assert images == {f"selected_images/{r['category']}/{r['image_filename']}" for r in rows}
     assert masks == {f"selected_masks/{r['category']}/{r['mask_filename']}" for r in rows}
     assert {r["category"] for r in rows} == set(CATEGORIES)
+
+
+def test_stand_in_pointerbench_rows_carry_the_release_fields(pointerbench_dir):
+    """Each stand-in subset's rows have exactly the keys of the real release's rows
+    (shared/data/pointerbench, the publisher's metadata.jsonl), and the eval objects their shape."""
+    folder = HUB_DIR / "datasets" / "pointerbench"
+    for subset in ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro"):
+        real = [json.loads(x) for x in (pointerbench_dir / subset / "data/test/metadata.jsonl").read_text().splitlines()]
+        ours = [json.loads(x) for x in (folder / subset / "data/test/metadata.jsonl").read_text().splitlines()]
+        assert len(real) == 500 and len(ours) == 2
+        assert {frozenset(r) for r in real} == {frozenset(r) for r in ours}, subset
+        shapes = {(r["answer_type"], frozenset(r["eval"])) for r in real}
+        assert {(r["answer_type"], frozenset(r["eval"])) for r in ours} <= shapes, subset
+
+
+def test_stand_in_screenspot_pro_names_files_as_the_publisher():
+    """annotations/<application>_<platform>.json, rows with the publisher's keys, each image under
+    images/<application>_<os>/."""
+    folder = HUB_DIR / "datasets" / "screenspot-pro"
+    keys = {"id", "img_filename", "bbox", "img_size", "instruction", "instruction_cn", "application", "platform",
+            "group", "ui_type"}
+    anns = sorted((folder / "annotations").glob("*.json"))
+    assert [a.name for a in anns] == ["excel_macos.json", "vscode_macos.json"]
+    for a in anns:
+        for row in json.loads(a.read_text(encoding="utf-8")):
+            assert set(row) == keys and a.name == f"{row['application']}_{row['platform']}.json"
+            assert row["img_filename"].split("/")[0] == f"{row['application']}_mac"
+            assert (folder / "images" / row["img_filename"]).is_file()
+
+
+@pytest.mark.parametrize("bench,expect", [
+    ("screenspot-pro", "screenspot-pro: 4 samples (point 4)"),
+    ("pointerbench-text", "pointerbench-text: 2 samples (box 1, point 1)"),
+    ("pointerbench-pro", "pointerbench-pro: 2 samples (point 2)"),
+])
+def test_fetch_from_the_stand_in_hub_then_check(tmp_path, bench, expect):
+    """`pointfail data fetch B --to DIR --revision C` with the real huggingface_hub client against the
+    stand-in hub on loopback (HF_ENDPOINT), then `pointfail data check B DIR` on what arrived: only the
+    benchmark's own files (a PointerBench subset fetches its folder of the shared repository)."""
+    from pointfail.benchmarks.fetch import SOURCES
+    from pointfail.testing.hub import StandInHub
+
+    out = tmp_path / "data"
+    with StandInHub.from_directory(HUB_DIR) as hub:
+        commit = next(r.commit for r in hub.repos.values() if r.repo_id == SOURCES[bench].repo_id)
+        env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",
+                   PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "runner" / "src")]))
+        env.pop("HF_HUB_OFFLINE", None)
+        env.pop("TRANSFORMERS_OFFLINE", None)
+        r = subprocess.run([sys.executable, "-m", "pointfail", "data", "fetch", bench, "--to", str(out),
+                            "--revision", commit], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    got = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and ".cache" not in p.parts)
+    assert json.loads((out / "pointfail-fetch.json").read_text())["revision"] == commit
+    served = HUB_DIR / "datasets" / ("screenspot-pro" if bench == "screenspot-pro" else "pointerbench")
+    want = sorted(p.relative_to(served).as_posix() for p in served.rglob("*") if p.is_file()
+                  and (bench == "screenspot-pro" or p.relative_to(served).parts[0] == bench) and p.name != "README.md")
+    assert [g for g in got if g not in ("README.md", "pointfail-fetch.json")] == want
+    c = _cli(["data", "check", bench, str(out)])
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert c.stdout.splitlines()[0].startswith(expect)
 
 
 def test_refspatial_unseen_samples_carry_the_publishers_warning_in_the_hit_rate_tables(tmp_path):

@@ -1,8 +1,8 @@
 """The stand-in hub's content for rehearsing the source study (``records/pointfail-vlm-rehearsal``).
 
 ``python -m pointfail.testing.standin OUT`` writes a stand-in hub directory (the layout
-:func:`pointfail.testing.hub.load_catalog` reads): the three benchmarks of the source study in their
-publishers' exact layouts, with small synthetic scenes, and tiny checkpoints of the study's four
+:func:`pointfail.testing.hub.load_catalog` reads): the three benchmarks of the source study, and
+ScreenSpot-Pro and PointerBench, in their publishers' exact layouts, with small synthetic scenes, and tiny checkpoints of the study's four
 models. The committed copy is ``tests/fixtures/standin_hub/``; ``tests/test_standin_hub.py`` rebuilds
 it and compares bytes.
 
@@ -21,6 +21,12 @@ in ``repo_info``, the catalogue's ``note``):
 * **RefSpatial-Bench** (``BAAI/RefSpatial-Bench`` at the commit pointfail pins): ``Location/``,
   ``Placement/``, ``Unseen/`` each with ``question.json`` (``id``, ``object``, ``prompt``, ``suffix``,
   ``rgb_path``, ``mask_path``, ``category``, ``step``), ``image/<id>.png``, ``mask/<id>.png``.
+* **ScreenSpot-Pro** (``likaixin/ScreenSpot-Pro``): ``annotations/<application>_<platform>.json``
+  (``id``, ``img_filename``, ``bbox``, ``img_size``, ``instruction``, ``instruction_cn``,
+  ``application``, ``platform``, ``group``, ``ui_type``) and ``images/<application>_<os>/<file>.png``.
+* **PointerBench** (``WarmwindOS/pointerbench``, one repository for the three subsets):
+  ``pointerbench-{sheets,text,pro}/data/test/metadata.jsonl`` with each subset's row fields, and the
+  1024x768 screenshots ``<subset>/data/test/<file_name>``.
 * **Checkpoints**: Qwen2.5-VL and InternVL3 (hf format) tiny random-weight checkpoints of the real
   transformers classes (:mod:`pointfail.testing.tiny`), and for Molmo v1 (remote code only) a tiny
   checkpoint carrying the STAND-IN code of :mod:`pointfail.testing.molmo_v1_standin`. Each writes one
@@ -270,11 +276,91 @@ def refspatial_files(seed: int = 3) -> dict[str, bytes]:
     return files
 
 
+SCREENSPOT_PRO_APPS = (("vscode", "macos", "mac", "Dev"), ("excel", "macos", "mac", "Office"))
+"""``(application, platform, image-folder os, group)`` of the ScreenSpot-Pro stand-in: the publisher's
+annotation files are ``annotations/<application>_<platform>.json`` and its image folders
+``images/<application>_<os>/`` (docs/releases.md)."""
+
+
+def screenspot_pro_files(seed: int = 4) -> dict[str, bytes]:
+    """ScreenSpot-Pro as likaixin publishes it: ``annotations/<application>_<platform>.json`` (a JSON
+    list of rows: ``id``, ``img_filename``, ``bbox`` ``[x1, y1, x2, y2]`` px, ``img_size`` ``[W, H]``,
+    ``instruction``, ``instruction_cn``, ``application``, ``platform``, ``group``, ``ui_type``) and
+    ``images/<application>_<os>/<file>.png``; 2 applications, 2 rows each (one text, one icon target)."""
+    rng = np.random.RandomState(seed)
+    files: dict[str, bytes] = {}
+    for k, (app, platform, os_dir, group) in enumerate(SCREENSPOT_PRO_APPS):
+        img, placed = _scene(rng, [("blue", 12), ("red", 8)])
+        img_filename = f"{app}_{os_dir}/screenshot_2024-11-28_10-00-0{k}.png"
+        files[f"images/{img_filename}"] = _png(img)
+        rows = []
+        for i, ((colour, (x0, y0, x1, y1)), ui_type) in enumerate(zip(placed, ("text", "icon"))):
+            rows.append({"img_filename": img_filename, "bbox": [x0, y0, x1 - 1, y1 - 1],
+                         "instruction": f"click the {colour} {'label' if ui_type == 'text' else 'button'}",
+                         "instruction_cn": "点击这里", "id": f"{app}_{platform}_{i}", "application": app,
+                         "platform": platform, "img_size": [W, H], "ui_type": ui_type, "group": group})
+        files[f"annotations/{app}_{platform}.json"] = (json.dumps(rows, indent=1, ensure_ascii=False) + "\n").encode()
+    return files
+
+
+PB_W, PB_H = 1024, 768
+"""PointerBench's screenshot size (every row's ``image_size``)."""
+POINTERBENCH_TAGS = {
+    "pointerbench-sheets": {"data_type": "cell", "category": "cell", "ui_style": "bare", "language": "en"},
+    "pointerbench-text": {"data_type": "caret", "category": "line_start", "surface": "editor", "language": "en",
+                          "difficulty": "easy"},
+    "pointerbench-pro": {"data_type": "icon", "element_type": "icon", "app": "Stand-in App", "app_slug": "standin",
+                         "app_category": "creative", "platform": "Windows 11", "source_id": "standin_0",
+                         "source_file": "standin.ndjson", "language": "en"},
+}
+"""Each subset's tag fields, named as the release's rows name them (``shared/data/pointerbench``)."""
+
+
+def pointerbench_files(seed: int = 5) -> dict[str, bytes]:
+    """PointerBench as WarmwindOS publishes it: ``<subset>/data/test/metadata.jsonl`` (one row per line:
+    ``file_name``, ``id``, ``instruction``, ``bbox`` ``[x0, y0, x1, y1]`` px, ``point``, ``answer_type``,
+    ``eval``, the subset's tags, ``image_size`` ``[1024, 768]``) and ``<subset>/data/test/<file_name>``,
+    1024x768 PNGs; two rows per subset, ``point_in_bbox`` ones, and for Text (the one subset whose release
+    has box rows) one ``iou`` (``bbox``) row."""
+    from PIL import Image
+
+    rng = np.random.RandomState(seed)
+    files: dict[str, bytes] = {}
+    prefix = {"pointerbench-sheets": "pbs", "pointerbench-text": "pbt", "pointerbench-pro": "pbp"}
+    for subset, tags in POINTERBENCH_TAGS.items():
+        lines = []
+        for i, answer_type in enumerate(("point", "bbox" if subset == "pointerbench-text" else "point")):
+            arr = np.full((PB_H, PB_W, 3), 240, np.uint8)
+            x0, y0 = int(rng.randint(0, PB_W - 120)), int(rng.randint(0, PB_H - 40))
+            box = [x0, y0, x0 + 100, y0 + 24]
+            arr[box[1]:box[3], box[0]:box[2]] = COLORS["blue"]
+            name = f"{i:04d}.png"
+            files[f"{subset}/data/test/{name}"] = _png(Image.fromarray(arr, "RGB"))
+            ev: dict[str, Any] = ({"type": "point_in_bbox", "bbox": box} if answer_type == "point" else
+                                  {"type": "iou", "bbox": box, "min_coverage": 0.9, "min_precision": 0.7})
+            row: dict[str, Any] = {"file_name": name, "id": f"{prefix[subset]}_{i:04d}",
+                                   "instruction": f"{'Click' if answer_type == 'point' else 'Box'} the blue bar.",
+                                   "bbox": box, "point": [(box[0] + box[2]) // 2, (box[1] + box[3]) // 2],
+                                   "answer_type": answer_type, "eval": ev}
+            row.update(tags)
+            row["image_size"] = [PB_W, PB_H]
+            lines.append(json.dumps(row, ensure_ascii=False))
+        files[f"{subset}/data/test/metadata.jsonl"] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+SCENES_96 = ("a handful of synthetic 96x64 scenes of coloured blocks, written in the publisher's exact file "
+             "layout and field names")
 DATASETS = {
-    # benchmark: (builder, what it stands in for)
-    "point-bench": (point_bench_files, "PointArena's Point-Bench"),
-    "where2place": (where2place_files, "RoboPoint's Where2Place"),
-    "refspatial": (refspatial_files, "RoboRefer's RefSpatial-Bench"),
+    # hub folder: (builder, what it stands in for, the fetch source (pointfail.benchmarks.fetch.SOURCES), how)
+    "point-bench": (point_bench_files, "PointArena's Point-Bench", "point-bench", SCENES_96),
+    "where2place": (where2place_files, "RoboPoint's Where2Place", "where2place", SCENES_96),
+    "refspatial": (refspatial_files, "RoboRefer's RefSpatial-Bench", "refspatial", SCENES_96),
+    "screenspot-pro": (screenspot_pro_files, "likaixin's ScreenSpot-Pro", "screenspot-pro", SCENES_96),
+    # one hub repository holds the three subsets (each benchmark's allow_patterns picks its folder)
+    "pointerbench": (pointerbench_files, "WarmwindOS's PointerBench", "pointerbench-sheets",
+                     "a few synthetic 1024x768 screenshots of one coloured bar per row, written in the publisher's "
+                     "exact file layout and field names"),
 }
 
 
@@ -356,14 +442,12 @@ def build_catalog(out: str | Path) -> Path:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
 
-    for bench, (builder, real) in DATASETS.items():
-        src = SOURCES[bench]
+    for bench, (builder, real, source, how) in DATASETS.items():
+        src = SOURCES[source]
         folder = f"datasets/{bench}"
         files = builder()
         files["README.md"] = STANDIN_README.format(
-            what=f"{bench}, served as {src.repo_id}", real=real, kind="benchmark",
-            how="a handful of synthetic 96x64 scenes of coloured blocks, written in the publisher's exact file "
-                "layout and field names").encode()
+            what=f"{bench}, served as {src.repo_id}", real=real, kind="benchmark", how=how).encode()
         write(folder, files)
         repos.append({"dir": folder, "repo_type": "dataset", "ids": [{"repo_id": src.repo_id, "commit": src.revision}],
                       "note": f"STAND-IN for {real} ({src.repo_id}): synthetic scenes in the official layout"})
