@@ -90,3 +90,77 @@ def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path:
     assert (point["n"], point["n_hits"], point["n_error"], point["point_in_region_pct"]) == ("135", "125", "5", "92.6")
     assert (head["n"], head["hit"], head["hit_rate_pct"]) == ("135", "125", "92.6")
     assert (off["n_official"], off["official_score_pct"], off["left_out"]) == ("135", "92.6", "0")
+
+
+# ------------------------------------------------------------------ ScreenSpot-Pro's per-group report
+
+
+def _ssp(sid: str, outcome: str, score: float, group: str, app: str, plat: str, ui: str,
+         note: Optional[str] = None) -> Record:
+    from pointfail.benchmarks.official import RULES
+
+    r = rec("m", "screenspot-pro", sid, outcome, dist=None if outcome != "miss" else 5.0,
+            meta={"group": group, "application": app, "platform": plat, "ui_type": ui})
+    return r.model_copy(update={"official": OfficialScore(rule=RULES["screenspot-pro"], score=score, note=note)})
+
+
+def _ssp_rows(tmp_path: Path, rs: list[Record]) -> dict[tuple[str, str], list[str]]:
+    write_records(tmp_path / "st" / "m" / "screenspot-pro.jsonl", rs)
+    out = read_csv(aggregate(tmp_path / "st")["official_screenspot_pro.csv"])
+    cols = ["num_total", "num_correct_action", "wrong_format_num", "action_acc_pct", "text_total", "text_acc_pct",
+            "icon_total", "icon_acc_pct"]
+    return {(r["grouping"], r["key"]): [r[c] for c in cols] for r in out}
+
+
+def test_screenspot_pro_groups_as_the_official_script_counts(tmp_path: Path) -> None:
+    """calc_metric_for_result_list per block: every sample in num_total, wrong_format (no point, no answer)
+    a non-correct, text/icon accuracies over their own ui_type, 0 (not n/a) where a block has none."""
+    from pointfail.benchmarks.official import SCREENSPOT_WRONG_FORMAT
+
+    rs = [
+        _ssp("a", "hit", 1.0, "CAD", "autocad", "windows", "text"),
+        _ssp("b", "miss", 0.0, "CAD", "autocad", "windows", "icon"),
+        _ssp("c", "no_prediction", 0.0, "CAD", "solidworks", "windows", "icon", note=SCREENSPOT_WRONG_FORMAT),
+        _ssp("d", "error", 0.0, "Dev", "vscode", "macos", "text", note="no answer: counted wrong"),
+        _ssp("e", "hit", 1.0, "Dev", "vscode", "macos", "text"),
+    ]
+    got = _ssp_rows(tmp_path, rs)
+    style = "inst_style:instruction gt_type:positive"
+    assert list(got) == [
+        ("fine_grained", f"plat:macos app:vscode {style}"), ("fine_grained", f"plat:windows app:autocad {style}"),
+        ("fine_grained", f"plat:windows app:solidworks {style}"),
+        ("seeclick_style", f"plat:macos {style}"), ("seeclick_style", f"plat:windows {style}"),
+        ("leaderboard_simple_style", "group:CAD"), ("leaderboard_simple_style", "group:Dev"),
+        ("leaderboard_detailed_style", "app:autocad"), ("leaderboard_detailed_style", "app:solidworks"),
+        ("leaderboard_detailed_style", "app:vscode"), ("overall", "overall")]
+    # overall: 2 correct of 5 = 40 %; c and d wrong_format; text a, d, e: 2/3 = 66.67 %; icon b, c: 0/2
+    assert got[("overall", "overall")] == ["5", "2", "2", "40.00", "3", "66.67", "2", "0.00"]
+    # CAD: a, b, c: 1/3 = 33.33 %; text a: 1/1; icon b, c: 0/2
+    assert got[("leaderboard_simple_style", "group:CAD")] == ["3", "1", "1", "33.33", "1", "100.00", "2", "0.00"]
+    # Dev: d, e: 1/2; no icon sample: icon_acc 0, as the script writes (icon_total 0)
+    assert got[("leaderboard_simple_style", "group:Dev")] == ["2", "1", "1", "50.00", "2", "50.00", "0", "0.00"]
+    assert got[("seeclick_style", f"plat:windows {style}")] == got[("leaderboard_simple_style", "group:CAD")]
+    # solidworks: c alone, wrong_format, no text sample
+    assert got[("leaderboard_detailed_style", "app:solidworks")] == ["1", "0", "1", "0.00", "0", "0.00", "1", "0.00"]
+    assert got[("fine_grained", f"plat:windows app:autocad {style}")] == ["2", "1", "0", "50.00", "1", "100.00", "1",
+                                                                         "0.00"]
+
+
+def test_screenspot_pro_group_none_counts_every_sample(tmp_path: Path) -> None:
+    """A sample without a group is group None in the official results, and the script's filter treats
+    None as no filter: group:None is the whole set (here 1 correct of 3), beside group:CAD (1 of 1)."""
+    rs = [
+        _ssp("a", "hit", 1.0, "CAD", "autocad", "windows", "text"),
+        _ssp("b", "miss", 0.0, "", "vscode", "macos", "icon"),
+        _ssp("c", "miss", 0.0, "", "vscode", "macos", "text"),
+    ]
+    got = _ssp_rows(tmp_path, rs)
+    assert got[("leaderboard_simple_style", "group:CAD")] == ["1", "1", "0", "100.00", "1", "100.00", "0", "0.00"]
+    # 1/3 = 33.33 %; text a, c: 1/2 = 50 %; icon b: 0/1
+    assert got[("leaderboard_simple_style", "group:None")] == ["3", "1", "0", "33.33", "2", "50.00", "1", "0.00"]
+    assert got[("leaderboard_simple_style", "group:None")] == got[("overall", "overall")]
+
+
+def test_no_screenspot_pro_rows_no_group_table(tmp_path: Path) -> None:
+    write_records(tmp_path / "st" / "m" / "pb.jsonl", [_with(rec("m", "pb", "a", "hit"), 1.0)])
+    assert "official_screenspot_pro.csv" not in aggregate(tmp_path / "st")
