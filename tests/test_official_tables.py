@@ -164,3 +164,39 @@ def test_screenspot_pro_group_none_counts_every_sample(tmp_path: Path) -> None:
 def test_no_screenspot_pro_rows_no_group_table(tmp_path: Path) -> None:
     write_records(tmp_path / "st" / "m" / "pb.jsonl", [_with(rec("m", "pb", "a", "hit"), 1.0)])
     assert "official_screenspot_pro.csv" not in aggregate(tmp_path / "st")
+
+
+def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) -> None:
+    """The rehearsal's Where2Place and RefSpatial data are pointfail's stand-in scenes, whose bytes
+    study.lock pins: rebuilt here (sha256 checked against the lock), every one of the 40 records
+    re-derives, official field included, from its raw reply and mask. Neither RoboPoint's text2pts
+    (no ``(x, y)`` group in any reply) nor RoboRefer's readers (Molmo's single ``<point x= y=>``,
+    Qwen's ``point_2d`` JSON, InternVL's ``<box>``) read a point, so the official score is 0 for all
+    four models, and pointfail's own reading is kept beside it."""
+    import hashlib
+    import json
+
+    from pointfail.integrity import FileFinder, rederive
+    from pointfail.records import read_records
+    from pointfail.testing.standin import refspatial_files, where2place_files
+
+    study = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
+    lock = json.loads((study / "study.lock").read_text())["benchmarks"]
+    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
+        files = make()
+        for f, digest in lock[name]["files"].items():
+            if f in files:
+                assert hashlib.sha256(files[f]).hexdigest() == digest, f
+                p = tmp_path / "data" / "pointfail-vlm-rehearsal" / name / f
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(files[f])
+    finder = FileFinder([tmp_path])
+    n = 0
+    for path in sorted(study.glob("*/*.jsonl")):
+        if path.stem not in ("where2place", "refspatial"):
+            continue
+        for r in read_records(path):
+            assert rederive(r, finder) == ([], True), (path, r.sample_id)
+            assert r.official is not None and r.official.score == 0.0 and r.official.own_score is not None
+            n += 1
+    assert n == 40
