@@ -200,3 +200,33 @@ def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) 
             assert r.official is not None and r.official.score == 0.0 and r.official.own_score is not None
             n += 1
     assert n == 40
+
+
+def test_rehearsal_verifies_in_full_with_its_data(tmp_path: Path, monkeypatch) -> None:
+    """With the stand-in data in the folders its records name (Point-Bench's archives unpacked to
+    ``masks/`` and ``images/``, as the records were made), ``verify`` re-derives every record and every
+    table of the rehearsal, frame_compliance included: nothing is left unchecked."""
+    import io
+    import zipfile
+
+    from pointfail.aggregate.verify import verify
+    from pointfail.testing.standin import point_bench_files, refspatial_files, where2place_files
+
+    study = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
+    root = tmp_path / "data" / "pointfail-vlm-rehearsal"
+    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
+        for f, data in make().items():
+            (root / name / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / name / f).write_bytes(data)
+    pb = point_bench_files()
+    for archive, sub in (("selected_masks.zip", "masks"), ("selected_images.zip", "images")):
+        with zipfile.ZipFile(io.BytesIO(pb[archive])) as z:
+            for m in z.namelist():
+                if not m.endswith("/"):
+                    parts = m.split("/")
+                    dest = root / "point-bench" / sub / (parts[-1] if sub == "masks" else "/".join(parts[1:]))
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(z.read(m))
+    monkeypatch.chdir(tmp_path)
+    result = verify(study)
+    assert (result.ok, result.problems, result.not_checked) == (True, [], [])
