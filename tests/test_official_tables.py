@@ -166,6 +166,43 @@ def test_no_screenspot_pro_rows_no_group_table(tmp_path: Path) -> None:
     assert "official_screenspot_pro.csv" not in aggregate(tmp_path / "st")
 
 
+REHEARSAL = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
+
+
+def _rehearsal_data(root: Path, point_bench: bool = False) -> None:
+    """Write the rehearsal's stand-in data under ``root/data/pointfail-vlm-rehearsal`` (the folders its
+    records name), each file's sha256 checked against study.lock; Point-Bench's archives unpacked to
+    ``masks/`` and ``images/``, as the records were made."""
+    import hashlib
+    import io
+    import json
+    import zipfile
+
+    from pointfail.testing.standin import point_bench_files, refspatial_files, where2place_files
+
+    lock = json.loads((REHEARSAL / "study.lock").read_text())["benchmarks"]
+    base = root / "data" / "pointfail-vlm-rehearsal"
+    out: dict[Path, bytes] = {}
+    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
+        files = make()
+        for f, digest in lock[name]["files"].items():
+            if f in files:
+                assert hashlib.sha256(files[f]).hexdigest() == digest, f
+                out[base / name / f] = files[f]
+    if point_bench:
+        pb = point_bench_files()
+        for archive, sub in (("selected_masks.zip", "masks"), ("selected_images.zip", "images")):
+            assert hashlib.sha256(pb[archive]).hexdigest() == lock["point-bench"]["files"][archive]
+            with zipfile.ZipFile(io.BytesIO(pb[archive])) as z:
+                for m in z.namelist():
+                    if not m.endswith("/"):
+                        parts = m.split("/")
+                        out[base / "point-bench" / sub / (parts[-1] if sub == "masks" else "/".join(parts[1:]))] = z.read(m)
+    for p, data in out.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+
 def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) -> None:
     """The rehearsal's Where2Place and RefSpatial data are pointfail's stand-in scenes, whose bytes
     study.lock pins: rebuilt here (sha256 checked against the lock), every one of the 40 records
@@ -173,26 +210,13 @@ def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) 
     (no ``(x, y)`` group in any reply) nor RoboRefer's readers (Molmo's single ``<point x= y=>``,
     Qwen's ``point_2d`` JSON, InternVL's ``<box>``) read a point, so the official score is 0 for all
     four models, and pointfail's own reading is kept beside it."""
-    import hashlib
-    import json
-
     from pointfail.integrity import FileFinder, rederive
     from pointfail.records import read_records
-    from pointfail.testing.standin import refspatial_files, where2place_files
 
-    study = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
-    lock = json.loads((study / "study.lock").read_text())["benchmarks"]
-    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
-        files = make()
-        for f, digest in lock[name]["files"].items():
-            if f in files:
-                assert hashlib.sha256(files[f]).hexdigest() == digest, f
-                p = tmp_path / "data" / "pointfail-vlm-rehearsal" / name / f
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(files[f])
+    _rehearsal_data(tmp_path)
     finder = FileFinder([tmp_path])
     n = 0
-    for path in sorted(study.glob("*/*.jsonl")):
+    for path in sorted(REHEARSAL.glob("*/*.jsonl")):
         if path.stem not in ("where2place", "refspatial"):
             continue
         for r in read_records(path):
@@ -203,30 +227,11 @@ def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) 
 
 
 def test_rehearsal_verifies_in_full_with_its_data(tmp_path: Path, monkeypatch) -> None:
-    """With the stand-in data in the folders its records name (Point-Bench's archives unpacked to
-    ``masks/`` and ``images/``, as the records were made), ``verify`` re-derives every record and every
-    table of the rehearsal, frame_compliance included: nothing is left unchecked."""
-    import io
-    import zipfile
-
+    """With the stand-in data in the folders its records name, ``verify`` re-derives every record and
+    every table of the rehearsal, frame_compliance included: nothing is left unchecked."""
     from pointfail.aggregate.verify import verify
-    from pointfail.testing.standin import point_bench_files, refspatial_files, where2place_files
 
-    study = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
-    root = tmp_path / "data" / "pointfail-vlm-rehearsal"
-    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
-        for f, data in make().items():
-            (root / name / f).parent.mkdir(parents=True, exist_ok=True)
-            (root / name / f).write_bytes(data)
-    pb = point_bench_files()
-    for archive, sub in (("selected_masks.zip", "masks"), ("selected_images.zip", "images")):
-        with zipfile.ZipFile(io.BytesIO(pb[archive])) as z:
-            for m in z.namelist():
-                if not m.endswith("/"):
-                    parts = m.split("/")
-                    dest = root / "point-bench" / sub / (parts[-1] if sub == "masks" else "/".join(parts[1:]))
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(z.read(m))
+    _rehearsal_data(tmp_path, point_bench=True)
     monkeypatch.chdir(tmp_path)
-    result = verify(study)
+    result = verify(REHEARSAL)
     assert (result.ok, result.problems, result.not_checked) == (True, [], [])
