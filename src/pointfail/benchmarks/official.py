@@ -53,9 +53,13 @@ at the commits named below); no code is copied.
   malformed prediction, and a sample with no answer, are wrong (in n).
 * **ScreenSpot-Pro**, ``eval_screenspot_pro.py`` (likaixin2000/ScreenSpot-Pro-GUI-Grounding bd8bbbb):
   the box is divided by ``img_size`` and the model's normalized point compared raw,
-  ``x1/W <= x <= x2/W`` and ``y1/H <= y <= y2/H`` (``eval_sample_positive_gt``, lines 137-152); no
-  point is ``wrong_format``, counted in ``num_total`` (lines 112-131), and so is a sample with no
-  answer.
+  ``x1/W <= x <= x2/W`` and ``y1/H <= y <= y2/H`` (``eval_sample_positive_gt``, lines 137-152). The
+  point is the model wrapper's: the first point, or a box answer's centre (``models/qwen2_5vl.py``
+  lines 198-208, ``models/internvl.py`` line 140, ``models/osatlas7b.py`` line 169 and most other
+  wrappers), i.e. pointfail's primary point. No point is ``wrong_format`` (lines 144-147), counted in
+  ``num_total`` (lines 112-131), and so is a sample with no answer. The per-group report
+  (fine_grained, seeclick_style, group, application, overall; lines 112-134, 162-331) is the
+  ``official_screenspot_pro`` table (:mod:`pointfail.aggregate.official`).
 
 **Exact coordinates.** Where the rule reads pointfail's family parse (PointerBench, Point-Bench for
 non-Molmo families, pointfail's own reading below), a pixel coordinate is ``x * W`` as a float, never
@@ -514,11 +518,15 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         rule = _box_rule_name(bench, ev)
         if ev["type"] == "point_in_bbox":
             if bench == "screenspot-pro":
-                # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw
+                # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw;
+                # the model wrappers answer a box with its centre (pointfail's primary point)
+                from pointfail.scoring import primary_point
+
                 x0, y0, x1, y1 = (float(v) for v in box)
-                if not parse.points:
+                pt = primary_point(parse)
+                if pt is None:
                     return OfficialScore(rule=rule, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
-                ok = (x0 / W <= parse.points[0][0] <= x1 / W) and (y0 / H <= parse.points[0][1] <= y1 / H)
+                ok = (x0 / W <= pt[0] <= x1 / W) and (y0 / H <= pt[1] <= y1 / H)
             else:
                 kind = _frame_kind(parse)
                 ok = bool(parse.points) and point_in_box(
