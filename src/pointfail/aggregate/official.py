@@ -282,8 +282,8 @@ class ScreenSpotProGroups(TableBuilder):
             "point included as wrong_format; action_acc = num_correct_action / num_total; text_acc and icon_acc "
             "over the block's ui_type text and icon samples (text_total, icon_total), 0 where there are none, "
             "as the script writes. The script prints unrounded fractions; rounding happens here, once.",
-            "A sample is correct when its first point, normalized, lies in the box divided by img_size, edges "
-            "inclusive (official.md's rule). group:None, where samples have no group, counts every sample, as "
+            "A sample is correct when its first point (a box answer: its centre, as the official model wrappers "
+            "click), normalized, lies in the box divided by img_size, edges inclusive (official.md's rule). group:None, where samples have no group, counts every sample, as "
             "the script's filter does.",
         ]
         return [Table("official_screenspot_pro", f"ScreenSpot-Pro official report by group: {study.name}", notes,

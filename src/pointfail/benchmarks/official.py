@@ -105,8 +105,8 @@ RULES: dict[str, str] = {
     "point-bench-counting": "point-bench official (PointArena model_evaluator.py): counting row, exactly "
                             "count points, all in mask (>127)",
     "point_in_bbox": "{bench} official (eval.py): first point in bbox, edges inclusive; missing = wrong",
-    "screenspot-pro": "screenspot-pro official (eval_screenspot_pro.py): first point in box, edges "
-                      "inclusive; missing = wrong",
+    "screenspot-pro": "screenspot-pro official (eval_screenspot_pro.py): first point (a box: its centre) in "
+                      "box, edges inclusive; missing = wrong",
     "iou": "{bench} official (eval.py): first box with coverage >= {cov} and precision >= {prec}; "
            "missing or malformed = wrong",
 }
