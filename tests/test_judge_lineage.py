@@ -112,3 +112,26 @@ def test_stand_in_judge_labels_by_the_rendered_miss():
     assert standin_judge_label(a) == standin_judge_label(b)  # the image decides, not the prompt
     labels = {standin_judge_label({"messages": [{"images": [str(i)]}]}) for i in range(40)}
     assert labels == {"off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"}
+
+
+def test_tables_name_the_pinned_judge_digest(tmp_path):
+    """The rehearsal's study.lock pins the ollama judge: the failure composition and judge validity
+    tables say which weights their labels rest on; an unpinned study says none is pinned yet; the
+    oracle (no weights) says nothing."""
+    from pointfail.aggregate.study import judge_pin_note
+    from pointfail.studylock import pin_judge
+
+    lock = REPO / "records" / "pointfail-vlm-rehearsal" / "study.lock"
+    assert judge_pin_note(_raw("pointfail-vlm-rehearsal"), lock) == (
+        "ollama judge gemma4:31b digest sha256:" + "ab" * 32 + ", pinned in study.lock by the first run that "
+        "reached the judge (later runs refuse another digest).")
+    fresh = tmp_path / "study.lock"
+    raw = _study([{"name": "q", "family": "qwen2_5_vl"}], judge={"lineage": ["gemma"]})
+    assert judge_pin_note(raw, fresh) == ("ollama judge gemma4:31b: no digest pinned in study.lock (no run of the "
+                                          "study has reached the judge yet).")
+    pin_judge(fresh, "ollama", "gemma4:31b", "sha256:" + "cd" * 32)
+    assert "digest sha256:" + "cd" * 32 in judge_pin_note(raw, fresh)
+    assert judge_pin_note(_raw("default"), REPO / "records" / "default" / "study.lock") is None
+    for table in ("failure_composition.md", "judge_validity.md"):
+        text = (REPO / "records" / "pointfail-vlm-rehearsal" / "tables" / table).read_text()
+        assert "Judge weights: ollama judge gemma4:31b digest sha256:" + "ab" * 32 in text

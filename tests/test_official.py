@@ -12,11 +12,13 @@ from PIL import Image
 
 from pointfail.benchmarks.official import (
     RULES,
+    SCREENSPOT_WRONG_FORMAT,
     official_score,
     pointarena_extract_points,
     robopoint_text2pts,
     roborefer_reader,
     rule_pixel,
+    screenspot_correctness,
 )
 from pointfail.geometry import box_score as pointerbench_box_score, point_in_box as point_in_box_inclusive
 from pointfail.records import ImageRef, OfficialScore, ParseResult, Sample, Target
@@ -328,6 +330,15 @@ def test_screenspot_pro_compares_normalized_values():
     assert got.score == 1.0 and got.rule == RULES["screenspot-pro"]
     assert official_score(s, _parse([(0.05, np.nextafter(0.35, 0))])).score == 0.0
     assert official_score(s, None).score == 0.0  # wrong_format / no answer: in num_total
+    # a box answer: the wrappers (qwen2_5vl.py, internvl.py, ...) click its centre, here (0.05, 0.375): in the box
+    assert official_score(s, _parse(boxes=[(0, 0.35, 0.1, 0.4)])).score == 1.0
+    # centre y = (0.3 + 0.39) / 2 = 0.345 < 252 / 720 = 0.35: outside, although the box overlaps the target
+    assert official_score(s, _parse(boxes=[(0, 0.3, 0.1, 0.39)])).score == 0.0
+    no_point = official_score(s, _parse())  # no point, no box: the script's point is None
+    assert (no_point.score, no_point.note) == (0.0, SCREENSPOT_WRONG_FORMAT)
+    assert screenspot_correctness(no_point.score, no_point.note) == "wrong_format"
+    assert screenspot_correctness(0.0, official_score(s, None).note) == "wrong_format"  # no answer
+    assert screenspot_correctness(0.0, None) == "wrong" and screenspot_correctness(1.0, None) == "correct"
     absent = Sample(sample_id="a", benchmark="x", image=ImageRef(path="x", width=4, height=4), instruction="x",
                     target=Target(kind="absent"))
     assert official_score(absent, _parse([(0.5, 0.5)])) is None

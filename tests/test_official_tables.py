@@ -90,3 +90,148 @@ def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path:
     assert (point["n"], point["n_hits"], point["n_error"], point["point_in_region_pct"]) == ("135", "125", "5", "92.6")
     assert (head["n"], head["hit"], head["hit_rate_pct"]) == ("135", "125", "92.6")
     assert (off["n_official"], off["official_score_pct"], off["left_out"]) == ("135", "92.6", "0")
+
+
+# ------------------------------------------------------------------ ScreenSpot-Pro's per-group report
+
+
+def _ssp(sid: str, outcome: str, score: float, group: str, app: str, plat: str, ui: str,
+         note: Optional[str] = None) -> Record:
+    from pointfail.benchmarks.official import RULES
+
+    r = rec("m", "screenspot-pro", sid, outcome, dist=None if outcome != "miss" else 5.0,
+            meta={"group": group, "application": app, "platform": plat, "ui_type": ui})
+    return r.model_copy(update={"official": OfficialScore(rule=RULES["screenspot-pro"], score=score, note=note)})
+
+
+def _ssp_rows(tmp_path: Path, rs: list[Record]) -> dict[tuple[str, str], list[str]]:
+    write_records(tmp_path / "st" / "m" / "screenspot-pro.jsonl", rs)
+    out = read_csv(aggregate(tmp_path / "st")["official_screenspot_pro.csv"])
+    cols = ["num_total", "num_correct_action", "wrong_format_num", "action_acc_pct", "text_total", "text_acc_pct",
+            "icon_total", "icon_acc_pct"]
+    return {(r["grouping"], r["key"]): [r[c] for c in cols] for r in out}
+
+
+def test_screenspot_pro_groups_as_the_official_script_counts(tmp_path: Path) -> None:
+    """calc_metric_for_result_list per block: every sample in num_total, wrong_format (no point, no answer)
+    a non-correct, text/icon accuracies over their own ui_type, 0 (not n/a) where a block has none."""
+    from pointfail.benchmarks.official import SCREENSPOT_WRONG_FORMAT
+
+    rs = [
+        _ssp("a", "hit", 1.0, "CAD", "autocad", "windows", "text"),
+        _ssp("b", "miss", 0.0, "CAD", "autocad", "windows", "icon"),
+        _ssp("c", "no_prediction", 0.0, "CAD", "solidworks", "windows", "icon", note=SCREENSPOT_WRONG_FORMAT),
+        _ssp("d", "error", 0.0, "Dev", "vscode", "macos", "text", note="no answer: counted wrong"),
+        _ssp("e", "hit", 1.0, "Dev", "vscode", "macos", "text"),
+    ]
+    got = _ssp_rows(tmp_path, rs)
+    style = "inst_style:instruction gt_type:positive"
+    assert list(got) == [
+        ("fine_grained", f"plat:macos app:vscode {style}"), ("fine_grained", f"plat:windows app:autocad {style}"),
+        ("fine_grained", f"plat:windows app:solidworks {style}"),
+        ("seeclick_style", f"plat:macos {style}"), ("seeclick_style", f"plat:windows {style}"),
+        ("leaderboard_simple_style", "group:CAD"), ("leaderboard_simple_style", "group:Dev"),
+        ("leaderboard_detailed_style", "app:autocad"), ("leaderboard_detailed_style", "app:solidworks"),
+        ("leaderboard_detailed_style", "app:vscode"), ("overall", "overall")]
+    # overall: 2 correct of 5 = 40 %; c and d wrong_format; text a, d, e: 2/3 = 66.67 %; icon b, c: 0/2
+    assert got[("overall", "overall")] == ["5", "2", "2", "40.00", "3", "66.67", "2", "0.00"]
+    # CAD: a, b, c: 1/3 = 33.33 %; text a: 1/1; icon b, c: 0/2
+    assert got[("leaderboard_simple_style", "group:CAD")] == ["3", "1", "1", "33.33", "1", "100.00", "2", "0.00"]
+    # Dev: d, e: 1/2; no icon sample: icon_acc 0, as the script writes (icon_total 0)
+    assert got[("leaderboard_simple_style", "group:Dev")] == ["2", "1", "1", "50.00", "2", "50.00", "0", "0.00"]
+    assert got[("seeclick_style", f"plat:windows {style}")] == got[("leaderboard_simple_style", "group:CAD")]
+    # solidworks: c alone, wrong_format, no text sample
+    assert got[("leaderboard_detailed_style", "app:solidworks")] == ["1", "0", "1", "0.00", "0", "0.00", "1", "0.00"]
+    assert got[("fine_grained", f"plat:windows app:autocad {style}")] == ["2", "1", "0", "50.00", "1", "100.00", "1",
+                                                                         "0.00"]
+
+
+def test_screenspot_pro_group_none_counts_every_sample(tmp_path: Path) -> None:
+    """A sample without a group is group None in the official results, and the script's filter treats
+    None as no filter: group:None is the whole set (here 1 correct of 3), beside group:CAD (1 of 1)."""
+    rs = [
+        _ssp("a", "hit", 1.0, "CAD", "autocad", "windows", "text"),
+        _ssp("b", "miss", 0.0, "", "vscode", "macos", "icon"),
+        _ssp("c", "miss", 0.0, "", "vscode", "macos", "text"),
+    ]
+    got = _ssp_rows(tmp_path, rs)
+    assert got[("leaderboard_simple_style", "group:CAD")] == ["1", "1", "0", "100.00", "1", "100.00", "0", "0.00"]
+    # 1/3 = 33.33 %; text a, c: 1/2 = 50 %; icon b: 0/1
+    assert got[("leaderboard_simple_style", "group:None")] == ["3", "1", "0", "33.33", "2", "50.00", "1", "0.00"]
+    assert got[("leaderboard_simple_style", "group:None")] == got[("overall", "overall")]
+
+
+def test_no_screenspot_pro_rows_no_group_table(tmp_path: Path) -> None:
+    write_records(tmp_path / "st" / "m" / "pb.jsonl", [_with(rec("m", "pb", "a", "hit"), 1.0)])
+    assert "official_screenspot_pro.csv" not in aggregate(tmp_path / "st")
+
+
+REHEARSAL = Path(__file__).resolve().parents[1] / "records" / "pointfail-vlm-rehearsal"
+
+
+def _rehearsal_data(root: Path, point_bench: bool = False) -> None:
+    """Write the rehearsal's stand-in data under ``root/data/pointfail-vlm-rehearsal`` (the folders its
+    records name), each file's sha256 checked against study.lock; Point-Bench's archives unpacked to
+    ``masks/`` and ``images/``, as the records were made."""
+    import hashlib
+    import io
+    import json
+    import zipfile
+
+    from pointfail.testing.standin import point_bench_files, refspatial_files, where2place_files
+
+    lock = json.loads((REHEARSAL / "study.lock").read_text())["benchmarks"]
+    base = root / "data" / "pointfail-vlm-rehearsal"
+    out: dict[Path, bytes] = {}
+    for name, make in (("where2place", where2place_files), ("refspatial", refspatial_files)):
+        files = make()
+        for f, digest in lock[name]["files"].items():
+            if f in files:
+                assert hashlib.sha256(files[f]).hexdigest() == digest, f
+                out[base / name / f] = files[f]
+    if point_bench:
+        pb = point_bench_files()
+        for archive, sub in (("selected_masks.zip", "masks"), ("selected_images.zip", "images")):
+            assert hashlib.sha256(pb[archive]).hexdigest() == lock["point-bench"]["files"][archive]
+            with zipfile.ZipFile(io.BytesIO(pb[archive])) as z:
+                for m in z.namelist():
+                    if not m.endswith("/"):
+                        parts = m.split("/")
+                        out[base / "point-bench" / sub / (parts[-1] if sub == "masks" else "/".join(parts[1:]))] = z.read(m)
+    for p, data in out.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+
+def test_rehearsal_official_fields_rederive_from_the_study_data(tmp_path: Path) -> None:
+    """The rehearsal's Where2Place and RefSpatial data are pointfail's stand-in scenes, whose bytes
+    study.lock pins: rebuilt here (sha256 checked against the lock), every one of the 40 records
+    re-derives, official field included, from its raw reply and mask. Neither RoboPoint's text2pts
+    (no ``(x, y)`` group in any reply) nor RoboRefer's readers (Molmo's single ``<point x= y=>``,
+    Qwen's ``point_2d`` JSON, InternVL's ``<box>``) read a point, so the official score is 0 for all
+    four models, and pointfail's own reading is kept beside it."""
+    from pointfail.integrity import FileFinder, rederive
+    from pointfail.records import read_records
+
+    _rehearsal_data(tmp_path)
+    finder = FileFinder([tmp_path])
+    n = 0
+    for path in sorted(REHEARSAL.glob("*/*.jsonl")):
+        if path.stem not in ("where2place", "refspatial"):
+            continue
+        for r in read_records(path):
+            assert rederive(r, finder) == ([], True), (path, r.sample_id)
+            assert r.official is not None and r.official.score == 0.0 and r.official.own_score is not None
+            n += 1
+    assert n == 40
+
+
+def test_rehearsal_verifies_in_full_with_its_data(tmp_path: Path, monkeypatch) -> None:
+    """With the stand-in data in the folders its records name, ``verify`` re-derives every record and
+    every table of the rehearsal, frame_compliance included: nothing is left unchecked."""
+    from pointfail.aggregate.verify import verify
+
+    _rehearsal_data(tmp_path, point_bench=True)
+    monkeypatch.chdir(tmp_path)
+    result = verify(REHEARSAL)
+    assert (result.ok, result.problems, result.not_checked) == (True, [], [])

@@ -15,6 +15,8 @@
 ``grounding.{md,csv}``     IoU sweep 0.25/0.5/0.75/0.9 for box tasks, absent referents apart
 ``absent.{md,csv}``        absent referents (targets of kind ``absent``)
 ``official.{md,csv}``      the benchmark's official-rule score beside pointfail's hit rate
+                           (``official_diagnostic.*``: where they differ; ``official_screenspot_pro.*``:
+                           ScreenSpot-Pro's official report per group)
 ``pairwise.{md,csv}``      exact McNemar test and point agreement for every pair of models
 ``judge_agreement.*``      primary judge vs every other judge on the same misses (agreement, kappa, alpha)
 ``judge_validity.*``       per benchmark: the judge the failure composition rests on, and its agreement

@@ -140,5 +140,5 @@ class JudgeValidity(TableBuilder):
         notes = ["Which judge the failure composition rests on, per benchmark, and its agreement with each person "
                  "who labeled its misses (`pointfail judge STUDY --judge human --labels FILE`, from the browser's "
                  "review mode): human_verdicts counts labels and can't-tell answers; agreement over the misses both "
-                 "labeled.", COEFFICIENT_NOTE]
+                 "labeled.", COEFFICIENT_NOTE] + ([f"Judge weights: {study.judge_pin}"] if study.judge_pin else [])
         return [Table("judge_validity", f"Judge validity: {study.name}", notes, columns, rows)]

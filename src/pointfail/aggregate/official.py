@@ -1,20 +1,23 @@
-"""``official``: each benchmark's own scoring rule beside pointfail's hit rate, and
-``official_diagnostic``: the rows the two rules decide differently, and why."""
+"""``official``: each benchmark's own scoring rule beside pointfail's hit rate,
+``official_diagnostic``: the rows the two rules decide differently, and why, and
+``official_screenspot_pro``: ScreenSpot-Pro's per-group report as its official script computes it."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TYPE_CHECKING, Optional
 
 from pointfail import metrics
 from pointfail.aggregate.counting import with_pooled
 from pointfail.aggregate.registry import ERROR_NOTE, TableBuilder, register
 from pointfail.aggregate.rows import POOLED, Row
+from pointfail.benchmarks.official import RULES, screenspot_correctness
 from pointfail.tables import Output, Table, count, pct, rate, text
 
 if TYPE_CHECKING:
     from pointfail.aggregate.study import Study
 
-__all__ = ["Official", "REASONS"]
+__all__ = ["Official", "REASONS", "SCREENSPOT_GROUPINGS", "ScreenSpotProGroups", "screenspot_group_keys"]
 
 POOLED_RULE = "(each benchmark's own rule)"
 
@@ -155,3 +158,133 @@ class Official(TableBuilder):
         return [Table("official", f"Official-rule scores: {study.name}", notes, columns, rows),
                 Table("official_diagnostic", f"Official rule against the headline, row by row: {study.name}",
                       diag_notes, diag_columns, diag)]
+
+
+# ------------------------------------------------------------------ ScreenSpot-Pro's per-group accuracies
+
+SCREENSPOT_GROUPINGS = ("fine_grained", "seeclick_style", "leaderboard_simple_style", "leaderboard_detailed_style",
+                        "overall")
+"""The groupings ``evaluate`` of eval_screenspot_pro.py reports (lines 313-331), in its order."""
+
+_INST_STYLE = "instruction"
+_GT_TYPE = "positive"
+
+
+def screenspot_group_keys(group: str, application: str, platform: str) -> list[tuple[str, str]]:
+    """``(grouping, key)`` of every official grouping a ScreenSpot-Pro sample counts in, the keys
+    written as eval_screenspot_pro.py writes them: ``fine_grained``
+    ``plat:{platform} app:{application} inst_style:{style} gt_type:{gt}`` (lines 162-199),
+    ``seeclick_style`` ``plat:{platform} inst_style:{style} gt_type:{gt}`` (201-235),
+    ``leaderboard_simple_style`` ``group:{group}`` (267-295), ``leaderboard_detailed_style``
+    ``app:{application}`` (237-265), ``overall`` (297-310). pointfail asks the English ``instruction``
+    of each positive sample, so ``inst_style`` is ``instruction`` and ``gt_type`` ``positive``. A sample
+    without a ``group`` (loaded as ``""``) is ``group: None`` in the official results (line 406), and the
+    script's filter treats ``None`` as no filter (lines 50-59): ``group:None`` counts every sample
+    (:meth:`ScreenSpotProGroups.tables` adds them).
+
+    >>> screenspot_group_keys("CAD", "autocad", "windows")[2:]
+    [('leaderboard_simple_style', 'group:CAD'), ('leaderboard_detailed_style', 'app:autocad'), ('overall', 'overall')]
+    """
+    style = f"inst_style:{_INST_STYLE} gt_type:{_GT_TYPE}"
+    keys = [("fine_grained", f"plat:{platform} app:{application} {style}"),
+            ("seeclick_style", f"plat:{platform} {style}")]
+    if group:
+        keys.append(("leaderboard_simple_style", f"group:{group}"))
+    return [*keys, ("leaderboard_detailed_style", f"app:{application}"), ("overall", "overall")]
+
+
+class _GroupCell:
+    """The counts ``calc_metric_for_result_list`` (eval_screenspot_pro.py lines 112-134) reads."""
+
+    __slots__ = ("total", "correct", "wrong_format", "text_total", "text_correct", "icon_total", "icon_correct")
+
+    def __init__(self) -> None:
+        self.total = self.correct = self.wrong_format = 0
+        self.text_total = self.text_correct = self.icon_total = self.icon_correct = 0
+
+    def add(self, correctness: str, ui_type: str) -> None:
+        ok = correctness == "correct"
+        self.total += 1
+        self.correct += ok
+        self.wrong_format += correctness == "wrong_format"
+        if ui_type == "text":
+            self.text_total += 1
+            self.text_correct += ok
+        elif ui_type == "icon":
+            self.icon_total += 1
+            self.icon_correct += ok
+
+
+def _official_acc(num: int, den: int) -> Fraction:
+    """``num / den if den > 0 else 0`` (eval_screenspot_pro.py lines 130-132): an empty group is 0,
+    not n/a."""
+    return Fraction(num, den) if den else Fraction(0)
+
+
+@register
+class ScreenSpotProGroups(TableBuilder):
+    """``official_screenspot_pro``: per model and ScreenSpot-Pro benchmark, every metric block of
+    eval_screenspot_pro.py's report (:data:`SCREENSPOT_GROUPINGS`, keys by
+    :func:`screenspot_group_keys`): ``num_total`` (every sample of the group: missing answers and
+    replies without a point are in it as ``wrong_format``), ``num_correct_action``,
+    ``wrong_format_num``, ``action_acc``, ``text_acc`` and ``icon_acc`` (over the group's
+    ``ui_type`` text / icon samples; 0 when there are none, as the script writes), exact fractions
+    rounded once in the table's format. Each row's correctness is
+    :func:`pointfail.benchmarks.official.screenspot_correctness` of its ``OfficialScore``. No file when
+    no record carries the ScreenSpot-Pro rule."""
+
+    name = "official_screenspot_pro"
+
+    def __init__(self) -> None:
+        self._cells: dict[tuple[str, str], dict[tuple[str, str], _GroupCell]] = {}
+
+    def add(self, row: Row, sample: int) -> None:
+        """Fold a ScreenSpot-Pro row into the groups it counts in."""
+        if row.official_rule != RULES["screenspot-pro"]:
+            return
+        md = dict(row.metadata)
+        correctness = screenspot_correctness(row.official_score, row.official_note)
+        groups = self._cells.setdefault((row.model, row.benchmark), {})
+        for gk in screenspot_group_keys(md.get("group", ""), md.get("application", ""), md.get("platform", "")):
+            c = groups.get(gk)
+            if c is None:
+                c = groups[gk] = _GroupCell()
+            c.add(correctness, md.get("ui_type", ""))
+        if not md.get("group"):  # counted at the end, as the whole overall block
+            groups.setdefault(("leaderboard_simple_style", "group:None"), _GroupCell())
+
+    def tables(self, study: "Study") -> list[Output]:
+        """One row per model, benchmark and official metric block."""
+        if not self._cells:
+            return []
+        columns = [text("model"), text("benchmark"), text("grouping"), text("key"), count("num_total"),
+                   count("num_correct_action"), count("wrong_format_num"), pct("action_acc_pct", 2),
+                   count("text_total"), pct("text_acc_pct", 2), count("icon_total"), pct("icon_acc_pct", 2)]
+        order = {g: i for i, g in enumerate(SCREENSPOT_GROUPINGS)}
+        rows = []
+        for key in study.counts.keys():
+            groups = self._cells.get(key)
+            if groups is None:
+                continue
+            for (grouping, k) in sorted(groups, key=lambda gk: (order[gk[0]], gk[1])):
+                # group:None: the script's None filter keeps every sample, the overall block's counts
+                c = groups[("overall", "overall") if k == "group:None" else (grouping, k)]
+                rows.append([*key, grouping, k, c.total, c.correct, c.wrong_format, _official_acc(c.correct, c.total),
+                             c.text_total, _official_acc(c.text_correct, c.text_total), c.icon_total,
+                             _official_acc(c.icon_correct, c.icon_total)])
+        notes = [
+            "ScreenSpot-Pro's own report, block by block, as its official eval_screenspot_pro.py computes it "
+            "(likaixin2000/ScreenSpot-Pro-GUI-Grounding bd8bbbb, evaluate and calc_metric_for_result_list): "
+            "fine_grained (platform x application), seeclick_style (platform), leaderboard_simple_style (group), "
+            "leaderboard_detailed_style (application) and overall; pointfail asks the English instruction of "
+            "positive samples only, hence inst_style:instruction gt_type:positive.",
+            "num_total: every sample of the block, missing answers (infrastructure errors) and replies with no "
+            "point included as wrong_format; action_acc = num_correct_action / num_total; text_acc and icon_acc "
+            "over the block's ui_type text and icon samples (text_total, icon_total), 0 where there are none, "
+            "as the script writes. The script prints unrounded fractions; rounding happens here, once.",
+            "A sample is correct when its first point (a box answer: its centre, as the official model wrappers "
+            "click), normalized, lies in the box divided by img_size, edges inclusive (official.md's rule). group:None, where samples have no group, counts every sample, as "
+            "the script's filter does.",
+        ]
+        return [Table("official_screenspot_pro", f"ScreenSpot-Pro official report by group: {study.name}", notes,
+                      columns, rows)]

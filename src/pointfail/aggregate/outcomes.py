@@ -116,7 +116,8 @@ class FailureComposition(TableBuilder):
             "judge_unavailable + pending.",
             ERROR_NOTE,
             ANSWER_FORM_NOTE,
-        ] + ([f"Judge: {study.judge_note}"] if study.judge_note else [])
+        ] + ([f"Judge: {study.judge_note}"] if study.judge_note else []) + (
+            [f"Judge weights: {study.judge_pin}"] if study.judge_pin else [])
         return [Table("failure_composition", f"Failure composition: {study.name}", notes, columns, rows)]
 
 

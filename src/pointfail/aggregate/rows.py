@@ -35,7 +35,8 @@ class Row:
     path when no hash is recorded. ``declined``: the parser read an explicit decline in the family's
     convention (``ParseResult.reason == "declined"``, :mod:`pointfail.families._decline`).
     ``official_rule``/``official_score``/``official_own_score``: the record's ``OfficialScore`` (rule,
-    score, and what pointfail's own reading scores where the official parser read the reply otherwise).
+    score, and what pointfail's own reading scores where the official parser read the reply otherwise);
+    ``official_note``: its note (why the row is scored as it is: a missing answer, no point).
     """
 
     model: str
@@ -61,6 +62,7 @@ class Row:
     other: tuple[tuple[str, str, Optional[str]], ...] = field(default=())
     declined: bool = False
     official_own_score: Optional[float] = None
+    official_note: Optional[str] = None
 
     @property
     def point_answer_to_box_task(self) -> bool:
@@ -146,4 +148,5 @@ def row_from_record(r: Record) -> Row:
         other=other,
         declined=parse is not None and parse.reason == "declined",
         official_own_score=official.own_score if official is not None else None,
+        official_note=official.note if official is not None else None,
     )

@@ -72,6 +72,9 @@ class Study:
     judge_note: Optional[str] = None
     """The judges' lineage line (:func:`pointfail.judge.lineage.lineage_note`) for the failure
     composition table, when the study names one."""
+    judge_pin: Optional[str] = None
+    """Which weights the model judge's labels rest on (:func:`judge_pin_note`: the digest ``study.lock``
+    pins, or that none is pinned yet), when a model judge labels the study."""
     unseen_refspatial: set = field(default_factory=set)
     """Sample ids of RefSpatial-Bench's Unseen split counted in the study (records whose metadata
     carries ``split = unseen`` and the ``directive_suffix`` only the RefSpatial-Bench loader sets):
@@ -113,10 +116,46 @@ def is_study_dir(path: str | Path) -> bool:
     return p.is_dir() and ((p / "study.toml").is_file() or bool(records_files(p)))
 
 
-def _read_config(d: Path) -> tuple[str, AggregateSpec, Optional[str]]:
+def judge_pin_note(raw: dict[str, Any], lock_file: Path) -> Optional[str]:
+    """One sentence naming the weights the model judge's labels rest on: the judge's ``model`` and
+    ``digest`` that ``study.lock`` (``lock_file``) pins under ``judge.<kind>``
+    (:func:`pointfail.studylock.pin_judge`: recorded by the first run that reaches the judge, later runs
+    refuse another digest), or that none is pinned yet. ``None`` when no model judge labels the study
+    (the oracle is exact: no weights) or its judges are not valid.
+
+    Raises:
+        AggregateError: ``study.lock`` exists but cannot be read (:class:`pointfail.studylock.LockError`).
+    """
+    from pointfail.judge.lineage import LineageError, judge_plan, model_judges
+    from pointfail.studylock import LockError, read_lock
+
+    try:
+        plan = judge_plan(raw)
+    except LineageError:
+        return None
+    used = [j for j in plan.judges if j in model_judges()]
+    if not used:
+        return None
+    try:
+        pins = read_lock(lock_file).get("judge", {})
+    except LockError as e:
+        raise AggregateError(str(e)) from None
+    said = []
+    for kind in used:
+        pin = pins.get(kind)
+        if pin is None:
+            said.append(f"{kind} judge {plan.model or '(model not named)'}: no digest pinned in {lock_file.name} "
+                        "(no run of the study has reached the judge yet)")
+        else:
+            said.append(f"{kind} judge {pin['model']} digest {pin['digest']}, pinned in {lock_file.name} by the "
+                        "first run that reached the judge (later runs refuse another digest)")
+    return "; ".join(said) + "."
+
+
+def _read_config(d: Path) -> tuple[str, AggregateSpec, Optional[str], Optional[str]]:
     name = d.resolve().name
     config = AggregateSpec()
-    judge_note = None
+    judge_note = judge_pin = None
     toml_path = d / "study.toml"
     if toml_path.is_file():
         from pointfail.study import StudyError, load_study as load_study_file
@@ -128,11 +167,15 @@ def _read_config(d: Path) -> tuple[str, AggregateSpec, Optional[str]]:
         config = spec.aggregate
         from pointfail.judge.lineage import lineage_note
 
-        judge_note = lineage_note(spec.model_dump())
+        raw = spec.model_dump()
+        judge_note = lineage_note(raw)
+        from pointfail.studylock import lock_path
+
+        judge_pin = judge_pin_note(raw, lock_path(toml_path))
         # the study's own name, so tables regenerated in another directory (make reproduce writes
         # under work/) carry the same title bytes as the committed ones
         name = spec.name
-    return name, config, judge_note or None
+    return name, config, judge_note or None, judge_pin
 
 
 def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = ()) -> Study:
@@ -153,9 +196,9 @@ def load_study(study_dir: str | Path, *, observers: Sequence[RecordObserver] = (
     files = records_files(d)
     if not files:
         raise AggregateError(f"{d}: no records files (<model>/<benchmark>.jsonl)")
-    name, config, judge_note = _read_config(d)
+    name, config, judge_note, judge_pin = _read_config(d)
     study = Study(name=name, path=d, files=files, config=config, counts=Counts(0, 0), builders=builders(),
-                  judge_note=judge_note)
+                  judge_note=judge_note, judge_pin=judge_pin)
     counts = study.counts = Counts(study.bootstrap_seed, study.bootstrap_resamples)
     from pointfail.integrity import RecordDigests, line_digest
 

@@ -53,9 +53,13 @@ at the commits named below); no code is copied.
   malformed prediction, and a sample with no answer, are wrong (in n).
 * **ScreenSpot-Pro**, ``eval_screenspot_pro.py`` (likaixin2000/ScreenSpot-Pro-GUI-Grounding bd8bbbb):
   the box is divided by ``img_size`` and the model's normalized point compared raw,
-  ``x1/W <= x <= x2/W`` and ``y1/H <= y <= y2/H`` (``eval_sample_positive_gt``, lines 137-152); no
-  point is ``wrong_format``, counted in ``num_total`` (lines 112-131), and so is a sample with no
-  answer.
+  ``x1/W <= x <= x2/W`` and ``y1/H <= y <= y2/H`` (``eval_sample_positive_gt``, lines 137-152). The
+  point is the model wrapper's: the first point, or a box answer's centre (``models/qwen2_5vl.py``
+  lines 198-208, ``models/internvl.py`` line 140, ``models/osatlas7b.py`` line 169 and most other
+  wrappers), i.e. pointfail's primary point. No point is ``wrong_format`` (lines 144-147), counted in
+  ``num_total`` (lines 112-131), and so is a sample with no answer. The per-group report
+  (fine_grained, seeclick_style, group, application, overall; lines 112-134, 162-331) is the
+  ``official_screenspot_pro`` table (:mod:`pointfail.aggregate.official`).
 
 **Exact coordinates.** Where the rule reads pointfail's family parse (PointerBench, Point-Bench for
 non-Molmo families, pointfail's own reading below), a pixel coordinate is ``x * W`` as a float, never
@@ -88,6 +92,8 @@ __all__ = [
     "pointarena_extract_points",
     "RULES",
     "MISSING_COUNTS_AS_WRONG",
+    "SCREENSPOT_WRONG_FORMAT",
+    "screenspot_correctness",
 ]
 
 RULES: dict[str, str] = {
@@ -99,8 +105,8 @@ RULES: dict[str, str] = {
     "point-bench-counting": "point-bench official (PointArena model_evaluator.py): counting row, exactly "
                             "count points, all in mask (>127)",
     "point_in_bbox": "{bench} official (eval.py): first point in bbox, edges inclusive; missing = wrong",
-    "screenspot-pro": "screenspot-pro official (eval_screenspot_pro.py): first point in box, edges "
-                      "inclusive; missing = wrong",
+    "screenspot-pro": "screenspot-pro official (eval_screenspot_pro.py): first point (a box: its centre) in "
+                      "box, edges inclusive; missing = wrong",
     "iou": "{bench} official (eval.py): first box with coverage >= {cov} and precision >= {prec}; "
            "missing or malformed = wrong",
 }
@@ -493,7 +499,7 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
             return OfficialScore(rule=RULES["point-bench-counting" if counting else "point-bench"], score=0.0,
                                  note="no answer: a failure in the script's total")
         if box_rule:
-            return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note="no answer: counted wrong")
+            return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note=_NO_ANSWER_WRONG)
         if bench == "where2place" and target.kind == "mask":
             return OfficialScore(rule=RULES["where2place"], score=None, note=_LEFT_OUT_NO_ANSWER)
         if bench == "refspatial" and target.kind == "mask":
@@ -505,17 +511,22 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
     if bench == "point-bench" and target.kind == "mask":
         return _point_bench(sample, parse, raw_text, family)
     if parse is None:  # a reply pointfail could not convert: the box rules read pointfail's parse
-        return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note="no answer: counted wrong") if box_rule else None
+        return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note=_NO_ANSWER_WRONG) if box_rule else None
     if box_rule:
         W, H = sample.image.width, sample.image.height
         box = ev.get("bbox") or target.boxes[0]  # type: ignore[index]
         rule = _box_rule_name(bench, ev)
         if ev["type"] == "point_in_bbox":
             if bench == "screenspot-pro":
-                # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw
+                # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw;
+                # the model wrappers answer a box with its centre (pointfail's primary point)
+                from pointfail.scoring import primary_point
+
                 x0, y0, x1, y1 = (float(v) for v in box)
-                ok = bool(parse.points) and (x0 / W <= parse.points[0][0] <= x1 / W) and (
-                    y0 / H <= parse.points[0][1] <= y1 / H)
+                pt = primary_point(parse)
+                if pt is None:
+                    return OfficialScore(rule=rule, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
+                ok = (x0 / W <= pt[0] <= x1 / W) and (y0 / H <= pt[1] <= y1 / H)
             else:
                 kind = _frame_kind(parse)
                 ok = bool(parse.points) and point_in_box(
@@ -534,6 +545,23 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
 
 
 _LEFT_OUT_NO_ANSWER = "no answer: the script leaves it out of its mean"
+_NO_ANSWER_WRONG = "no answer: counted wrong"
+
+SCREENSPOT_WRONG_FORMAT = "wrong_format: no point"
+"""``OfficialScore.note`` of a ScreenSpot-Pro reply with no point (``eval_sample_positive_gt`` returns
+``wrong_format`` when the model's ``point`` is ``None``, eval_screenspot_pro.py lines 144-147)."""
+
+
+def screenspot_correctness(score: Optional[float], note: Optional[str]) -> str:
+    """The ``correctness`` eval_screenspot_pro.py gives one positive sample (lines 137-152, 419-432):
+    ``correct`` (score 1), ``wrong_format`` (no point: :data:`SCREENSPOT_WRONG_FORMAT`, or no answer at
+    all, which the official loop would see as ``point is None``), else ``wrong``. ``score`` and ``note``
+    are the row's :class:`OfficialScore` under the ScreenSpot-Pro rule."""
+    if score == 1.0:
+        return "correct"
+    if note is not None and (note == SCREENSPOT_WRONG_FORMAT or note.startswith("no answer")):
+        return "wrong_format"
+    return "wrong"
 
 
 def _box_rule_name(bench: str, ev: dict) -> str:
