@@ -224,9 +224,9 @@ def _print(res) -> None:
     if more:
         details.append(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
     if res.judge_report:
-        d = res.judge_report
-        details.append(f"judge {d['judge']}: {d['misses']} misses, {d['judged']} judged now, "
-                       f"{d['already']} already judged")
+        from pointfail.evaluate import judge_line
+
+        details.append(judge_line(res.judge_report))
     if res.judge_note:
         details.append(f"note: {res.judge_note}")
     files = [("records", res.records_path), ("tables", f"{res.tables_dir} (every table in full, with its notes)")]
