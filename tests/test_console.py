@@ -46,7 +46,8 @@ def test_verify_prints_the_committed_headline_and_profile(capsys):
     want = [[r["model"], r["benchmark"], r["miss"], r["labeled"],
              *(x for m in modes for x in (r[m], f"({r[m + '_pct']}%)")), r["malformed_box"]] for r in comp]
     assert _block(lines, "failure profile") == want  # malformed_box is the only non-zero column apart
-    assert "count (share of labeled misses); miss = labeled + malformed_box" in lines
+    # the columns counted apart say what they count
+    assert "count (share of labeled misses); miss = labeled + malformed_box (point answer to a box task)" in lines
     assert not any("pending" in ln or "unlabeled" in ln for ln in lines)  # all-zero columns are left out
 
 
@@ -80,6 +81,19 @@ def test_empty_tables_are_one_line(tmp_path):
         "m,b,0,0,0,0,0,0,n/a,n/a,n/a,n/a,0,0,0,0\n", encoding="utf-8")
     assert failure_profile(t) == "failure profile: no misses"
     assert table(["a"], [], empty="nothing here") == "nothing here"
+
+
+def test_every_column_counted_apart_says_what_it_counts(tmp_path):
+    t = tmp_path / "tables"
+    t.mkdir()
+    (t / "failure_composition.csv").write_text(
+        "model,benchmark,miss,labeled,off_by_pixels,wrong_instance,wrong_category,hallucinated,off_by_pixels_pct,"
+        "wrong_instance_pct,wrong_category_pct,hallucinated_pct,malformed_box,unlabeled,judge_unavailable,pending\n"
+        "m,b,14,4,1,1,1,1,25.0,25.0,25.0,25.0,1,2,3,4\n", encoding="utf-8")
+    lines = failure_profile(t).splitlines()
+    assert lines[3].split() == ["m", "b", "14", "4", *["1", "(25.0%)"] * 4, "1", "2", "3", "4"]
+    assert lines[-1] == ("count (share of labeled misses); miss = labeled + malformed_box (point answer to a box "
+                         "task) + unlabeled (judge abstained) + judge_unavailable + pending (not judged yet)")
 
 
 def test_tables_are_cut_to_the_width_widest_column_first():

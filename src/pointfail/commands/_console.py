@@ -144,8 +144,20 @@ def failure_profile(tables_dir: Path) -> str:
         cells = [f"{r[m]} ({r[m + '_pct']}%)" if labeled else r[m] for m in FAILURE_MODES]
         body.append([r["model"], r["benchmark"], r["miss"], r["labeled"], *cells, *(r[k] for k in extra)])
     out = table(["model", "benchmark", "miss", "labeled", *FAILURE_MODES, *extra], body, empty="")
-    note = "count (share of labeled misses); miss = labeled" + "".join(f" + {k}" for k in extra)
+    note = "count (share of labeled misses); miss = labeled" + "".join(f" + {_apart(k)}" for k in extra)
     return "failure profile\n" + out + "\n" + note
+
+
+def _apart(key: str) -> str:
+    """A column counted apart with what it means, in the failure browser's words
+    (:data:`pointfail.view.style.SEGMENT_LABELS`): ``malformed_box (point answer to a box task)``,
+    ``unlabeled (judge abstained)``, ``judge_unavailable``, ``pending (not judged yet)``."""
+    from pointfail.view.style import SEGMENT_LABELS
+
+    label = SEGMENT_LABELS[key]
+    if label.startswith(key + " "):
+        return label
+    return key if label.replace(" ", "_") == key else f"{key} ({label})"
 
 
 def written(files: Sequence[tuple[str, object]]) -> str:
