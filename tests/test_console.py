@@ -51,6 +51,26 @@ def test_verify_prints_the_committed_headline_and_profile(capsys):
     assert not any("pending" in ln or "unlabeled" in ln for ln in lines)  # all-zero columns are left out
 
 
+def test_verify_folds_what_it_could_not_check_to_the_width(tmp_path, monkeypatch, capsys):
+    """The rehearsal study without its data (a fresh checkout): the NOT CHECKED sentence (259 characters
+    on one line before) is folded to the width, whole."""
+    import shutil
+
+    study = tmp_path / "pointfail-vlm-rehearsal"
+    shutil.copytree(REPO / "records" / "pointfail-vlm-rehearsal", study)
+    monkeypatch.chdir(tmp_path)  # the records' data/... mask paths resolve to nothing here
+    assert main(["verify", str(study)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(ln) <= WIDTH for ln in lines), max(lines, key=len)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("NOT CHECKED"))
+    assert lines[start + 1].startswith("  ") and not lines[start + 1].startswith("   ")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("OK "))
+    said = " ".join(ln.strip() for ln in lines[start:end])
+    assert said.startswith(f"NOT CHECKED {study}: frame_compliance.md, frame_compliance.csv: 20 mask file(s)")
+    assert said.endswith("bring the study's data to check them")
+
+
 def test_aggregate_prints_the_summary_and_one_line_per_table(tmp_path, capsys):
     out = tmp_path / "tables"
     assert main(["aggregate", str(DEFAULT), "--out", str(out)]) == 0

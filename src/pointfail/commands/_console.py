@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-__all__ = ["FAILURE_MODES", "WIDTH", "failure_profile", "headline", "study_summary", "table", "written"]
+__all__ = ["FAILURE_MODES", "WIDTH", "failure_profile", "headline", "study_summary", "table", "wrap", "written"]
 
 WIDTH = 160
 """Terminal columns every printed table fits (cells are shortened with ``…`` to fit)."""
@@ -158,6 +158,14 @@ def _apart(key: str) -> str:
     if label.startswith(key + " "):
         return label
     return key if label.replace(" ", "_") == key else f"{key} ({label})"
+
+
+def wrap(line: str, *, width: int = WIDTH, indent: str = "  ") -> str:
+    """A message line folded at spaces to ``width`` columns, continuation lines indented by ``indent``;
+    words are never split (a path longer than the width stays whole on its own line)."""
+    import textwrap
+
+    return textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
 def written(files: Sequence[tuple[str, object]]) -> str:
