@@ -38,6 +38,7 @@ Misses are labeled by the oracle judge where the benchmark has scene graphs (the
 generated suites: pointfail generate), otherwise by a model judge (--judge ollama, or
 --judge openai --base-url URL --judge-model NAME for any OpenAI-compatible server), or
 left pending.
+
 {FAILURE_MODES_TEXT}
 
 A served model (--base-url URL --model NAME): the server is checked first (GET
