@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from pointfail.cli import main
-from pointfail.commands._console import WIDTH, failure_profile, headline, table
+from pointfail.commands._console import WIDTH, failure_profile, headline, table, wrap
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "records" / "default"
@@ -114,6 +114,23 @@ def test_every_column_counted_apart_says_what_it_counts(tmp_path):
     assert lines[3].split() == ["m", "b", "14", "4", *["1", "(25.0%)"] * 4, "1", "2", "3", "4"]
     assert lines[-1] == ("count (share of labeled misses); miss = labeled + malformed_box (point answer to a box "
                          "task) + unlabeled (judge abstained) + judge_unavailable + pending (not judged yet)")
+
+
+def test_messages_fold_to_the_width_with_each_command_on_one_line():
+    """`pointfail view`'s missing-image line (331 characters before) folds to the width; the commands it
+    offers, in backticks, stay whole on one line each, so they copy as they are."""
+    from pointfail.view.images import missing_image_hint
+
+    hint = missing_image_hint(DEFAULT, "sheets")
+    line = f"[view] 300 records of sheets have no image: {hint}"
+    assert len(line) > WIDTH
+    lines = wrap(line).splitlines()
+    assert len(lines) > 1 and all(len(ln) <= WIDTH for ln in lines)
+    assert " ".join(ln.strip() for ln in lines) == line
+    commands = line.split("`")[1::2]
+    assert commands == ["make data STUDY=default",
+                        "pointfail generate sheets --n 150 --seed 20261129 --absent-share 0.1 --out data/default/sheets"]
+    assert all(any(f"`{c}`" in ln for ln in lines) for c in commands)
 
 
 def test_tables_are_cut_to_the_width_widest_column_first():

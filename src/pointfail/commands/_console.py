@@ -162,10 +162,14 @@ def _apart(key: str) -> str:
 
 def wrap(line: str, *, width: int = WIDTH, indent: str = "  ") -> str:
     """A message line folded at spaces to ``width`` columns, continuation lines indented by ``indent``;
-    words are never split (a path longer than the width stays whole on its own line)."""
+    words are never split (a path longer than the width stays whole on its own line), nor is a
+    command in backticks (it is copied as one line, even when that line is longer than ``width``)."""
+    import re
     import textwrap
 
-    return textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    held = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\0"), line)  # NUL: not a break point
+    return textwrap.fill(held, width, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False).replace("\0", " ")
 
 
 def written(files: Sequence[tuple[str, object]]) -> str:
