@@ -90,3 +90,13 @@ def base_lock(tmp_path_factory) -> Path:
         return fx.base_lock(client, tmp_path_factory.mktemp("base"))
     finally:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium under Playwright, one per test module (:func:`browser_fixtures.launched`); the
+    modules that use it carry :data:`browser_fixtures.needs_chromium`."""
+    from browser_fixtures import launched
+
+    with launched() as b:
+        yield b

@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from pointfail.cli import main
-from pointfail.commands._console import WIDTH, failure_profile, headline, table
+from pointfail.commands._console import WIDTH, failure_profile, headline, table, wrap
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "records" / "default"
@@ -46,8 +46,29 @@ def test_verify_prints_the_committed_headline_and_profile(capsys):
     want = [[r["model"], r["benchmark"], r["miss"], r["labeled"],
              *(x for m in modes for x in (r[m], f"({r[m + '_pct']}%)")), r["malformed_box"]] for r in comp]
     assert _block(lines, "failure profile") == want  # malformed_box is the only non-zero column apart
-    assert "count (share of labeled misses); miss = labeled + malformed_box" in lines
+    # the columns counted apart say what they count
+    assert "count (share of labeled misses); miss = labeled + malformed_box (point answer to a box task)" in lines
     assert not any("pending" in ln or "unlabeled" in ln for ln in lines)  # all-zero columns are left out
+
+
+def test_verify_folds_what_it_could_not_check_to_the_width(tmp_path, monkeypatch, capsys):
+    """The rehearsal study without its data (a fresh checkout): the NOT CHECKED sentence (259 characters
+    on one line before) is folded to the width, whole."""
+    import shutil
+
+    study = tmp_path / "pointfail-vlm-rehearsal"
+    shutil.copytree(REPO / "records" / "pointfail-vlm-rehearsal", study)
+    monkeypatch.chdir(tmp_path)  # the records' data/... mask paths resolve to nothing here
+    assert main(["verify", str(study)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(ln) <= WIDTH for ln in lines), max(lines, key=len)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("NOT CHECKED"))
+    assert lines[start + 1].startswith("  ") and not lines[start + 1].startswith("   ")
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("OK "))
+    said = " ".join(ln.strip() for ln in lines[start:end])
+    assert said.startswith(f"NOT CHECKED {study}: frame_compliance.md, frame_compliance.csv: 20 mask file(s)")
+    assert said.endswith("bring the study's data to check them")
 
 
 def test_aggregate_prints_the_summary_and_one_line_per_table(tmp_path, capsys):
@@ -80,6 +101,36 @@ def test_empty_tables_are_one_line(tmp_path):
         "m,b,0,0,0,0,0,0,n/a,n/a,n/a,n/a,0,0,0,0\n", encoding="utf-8")
     assert failure_profile(t) == "failure profile: no misses"
     assert table(["a"], [], empty="nothing here") == "nothing here"
+
+
+def test_every_column_counted_apart_says_what_it_counts(tmp_path):
+    t = tmp_path / "tables"
+    t.mkdir()
+    (t / "failure_composition.csv").write_text(
+        "model,benchmark,miss,labeled,off_by_pixels,wrong_instance,wrong_category,hallucinated,off_by_pixels_pct,"
+        "wrong_instance_pct,wrong_category_pct,hallucinated_pct,malformed_box,unlabeled,judge_unavailable,pending\n"
+        "m,b,14,4,1,1,1,1,25.0,25.0,25.0,25.0,1,2,3,4\n", encoding="utf-8")
+    lines = failure_profile(t).splitlines()
+    assert lines[3].split() == ["m", "b", "14", "4", *["1", "(25.0%)"] * 4, "1", "2", "3", "4"]
+    assert lines[-1] == ("count (share of labeled misses); miss = labeled + malformed_box (point answer to a box "
+                         "task) + unlabeled (judge abstained) + judge_unavailable + pending (not judged yet)")
+
+
+def test_messages_fold_to_the_width_with_each_command_on_one_line():
+    """`pointfail view`'s missing-image line (331 characters before) folds to the width; the commands it
+    offers, in backticks, stay whole on one line each, so they copy as they are."""
+    from pointfail.view.images import missing_image_hint
+
+    hint = missing_image_hint(DEFAULT, "sheets")
+    line = f"[view] 300 records of sheets have no image: {hint}"
+    assert len(line) > WIDTH
+    lines = wrap(line).splitlines()
+    assert len(lines) > 1 and all(len(ln) <= WIDTH for ln in lines)
+    assert " ".join(ln.strip() for ln in lines) == line
+    commands = line.split("`")[1::2]
+    assert commands == ["make data STUDY=default",
+                        "pointfail generate sheets --n 150 --seed 20261129 --absent-share 0.1 --out data/default/sheets"]
+    assert all(any(f"`{c}`" in ln for ln in lines) for c in commands)
 
 
 def test_tables_are_cut_to_the_width_widest_column_first():

@@ -218,6 +218,12 @@ def test_a_changed_reply_is_rescored_and_judged_alone(suite, tmp_path, capsys):
     res = json.loads((out / "evaluation.json").read_text())
     assert res["kept"] == res["records"] - 1
     assert res["judge_report"]["judged"] == 1 and res["judge_report"]["labels"] == {"hallucinated": 1}
+    # the judge's line reads the same in the progress and in the summary (it once swapped the counts' order)
+    d = res["judge_report"]
+    line = f"judge oracle: {d['misses']} misses, {d['misses'] - 1} already judged, 1 judged now"
+    assert d["already"] == d["misses"] - 1 > 0
+    out_lines = capsys.readouterr().out.splitlines()
+    assert out_lines.count(line) == 1 and out_lines.count(f"[evaluate] {line}") == 1, out_lines
 
 
 def test_only_predicted_says_so_in_every_table(suite, tmp_path):

@@ -61,7 +61,9 @@ def test_readme_has_the_commands_this_test_runs():
     cmds = readme_commands()
     assert ["generate", "sheets", "--n", "20", "--seed", "1", "--out", "suites/sheets"] in cmds
     assert any(c[:1] == ["evaluate"] and "results/molmo-sheets" in c for c in cmds)
-    assert {c[0] for c in cmds} >= {"families", "score", "verify", "aggregate", "report", "view"}
+    assert {c[0] for c in cmds} >= {"families", "score", "verify", "aggregate", "report", "view", "show"}
+    assert cmds.index(["show", "suites/sheets", "--id", "pfs_0001"]) > cmds.index(
+        ["generate", "sheets", "--n", "20", "--seed", "1", "--out", "suites/sheets"])  # after the suite exists
 
 
 @pytest.mark.slow
@@ -85,6 +87,7 @@ def test_readme_commands_leave_a_fresh_clone_clean(tmp_path):
     assert all(line.rstrip() in lines for line in shown.splitlines() if line), shown
     assert (clone / "results" / "molmo-sheets" / "tables" / "headline.csv").is_file()  # they did run
     assert (clone / "records" / "default" / "report").is_dir()
+    assert (clone / "show" / "pfs_0001.png").is_file()  # show's default folder
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone,
                             capture_output=True, text=True, check=True).stdout
     assert status == "", f"the README's commands left the clone dirty:\n{status}"

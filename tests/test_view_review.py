@@ -1,8 +1,8 @@
-"""The failure browser's review mode in a real browser (Playwright driving Debian's Chromium, as
-``tests/test_view_browser.py`` does): a person labels five misses with the keyboard, the judges'
-verdicts stay hidden until each answer, the labels are exported as JSONL, re-imported into a fresh
-browser, and read back by ``pointfail judge --judge human``; from ``file://`` and under the loopback
-server."""
+"""The failure browser's review mode in a real browser (Playwright driving Debian's Chromium from
+``browser_fixtures.py``, as ``tests/test_view_browser.py`` does): a person labels five misses with the
+keyboard, the judges' verdicts stay hidden until each answer, the labels are exported as JSONL,
+re-imported into a fresh browser, and read back by ``pointfail judge --judge human``; from ``file://``
+and under the loopback server."""
 
 from __future__ import annotations
 
@@ -16,19 +16,14 @@ from typing import Any, Iterator
 
 import pytest
 
+from browser_fixtures import needs_chromium
 from judge_fixtures import make_study
 from pointfail.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 O, I, C, H = "off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.slow, needs_chromium]
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +35,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert main(["judge", str(study), "--no-progress"]) == 0
     res = build_site(study, root / "site")
     return {"root": root, "study": study, "site": res.out_dir}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -484,6 +484,14 @@ def check_out_dir(out: Path, data: Path) -> None:
         raise EvaluateError(f"--out {out}: inside the benchmark's data folder {data}; write the results elsewhere")
 
 
+def judge_line(report: dict) -> str:
+    """One line for a judge run of ``evaluate``, the same in its progress and in its summary:
+    ``judge NAME: N misses, A already judged, J judged now``, from a
+    :meth:`pointfail.judge.stage.StageReport.to_dict` (keys ``judge``, ``misses``, ``already``, ``judged``)."""
+    return (f"judge {report['judge']}: {report['misses']} misses, {report['already']} already judged, "
+            f"{report['judged']} judged now")
+
+
 def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
     misses = sum(1 for r in records if r.outcome == "miss")
     if judge == "auto":
@@ -498,7 +506,7 @@ def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, p
     client = "oracle" if judge == "oracle" else judge_client
     rep = judge_study(out, client, role="primary", data_root=data, tolerance_px=tolerance_px, progress=progress)
     d = rep.to_dict()
-    say(f"[evaluate] judge {d['judge']}: {d['misses']} misses, {d['already']} already judged, {d['judged']} judged now")
+    say(f"[evaluate] {judge_line(d)}")
     note = None
     left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
     if left:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-__all__ = ["FAILURE_MODES", "WIDTH", "failure_profile", "headline", "study_summary", "table", "written"]
+__all__ = ["FAILURE_MODES", "WIDTH", "failure_profile", "headline", "study_summary", "table", "wrap", "written"]
 
 WIDTH = 160
 """Terminal columns every printed table fits (cells are shortened with ``…`` to fit)."""
@@ -144,8 +144,32 @@ def failure_profile(tables_dir: Path) -> str:
         cells = [f"{r[m]} ({r[m + '_pct']}%)" if labeled else r[m] for m in FAILURE_MODES]
         body.append([r["model"], r["benchmark"], r["miss"], r["labeled"], *cells, *(r[k] for k in extra)])
     out = table(["model", "benchmark", "miss", "labeled", *FAILURE_MODES, *extra], body, empty="")
-    note = "count (share of labeled misses); miss = labeled" + "".join(f" + {k}" for k in extra)
+    note = "count (share of labeled misses); miss = labeled" + "".join(f" + {_apart(k)}" for k in extra)
     return "failure profile\n" + out + "\n" + note
+
+
+def _apart(key: str) -> str:
+    """A column counted apart with what it means, in the failure browser's words
+    (:data:`pointfail.view.style.SEGMENT_LABELS`): ``malformed_box (point answer to a box task)``,
+    ``unlabeled (judge abstained)``, ``judge_unavailable``, ``pending (not judged yet)``."""
+    from pointfail.view.style import SEGMENT_LABELS
+
+    label = SEGMENT_LABELS[key]
+    if label.startswith(key + " "):
+        return label
+    return key if label.replace(" ", "_") == key else f"{key} ({label})"
+
+
+def wrap(line: str, *, width: int = WIDTH, indent: str = "  ") -> str:
+    """A message line folded at spaces to ``width`` columns, continuation lines indented by ``indent``;
+    words are never split (a path longer than the width stays whole on its own line), nor is a
+    command in backticks (it is copied as one line, even when that line is longer than ``width``)."""
+    import re
+    import textwrap
+
+    held = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\0"), line)  # NUL: not a break point
+    return textwrap.fill(held, width, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False).replace("\0", " ")
 
 
 def written(files: Sequence[tuple[str, object]]) -> str:

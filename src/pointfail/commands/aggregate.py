@@ -132,7 +132,7 @@ def _errors(outcomes_csv: bytes) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from pointfail.aggregate import AggregateError, verify
-    from pointfail.commands._console import study_summary
+    from pointfail.commands._console import study_summary, wrap
     from pointfail.records import RecordError
 
     rc = 0
@@ -153,10 +153,10 @@ def _verify(args: argparse.Namespace) -> int:
             rc = 1
             continue
         if res.incomplete:
-            print(f"INCOMPLETE {s}: {res.errors} sample(s) ended in an infrastructure error (counted as non-hits; "
-                  "rerun them for final numbers)")
+            print(wrap(f"INCOMPLETE {s}: {res.errors} sample(s) ended in an infrastructure error (counted as "
+                       "non-hits; rerun them for final numbers)"))
         for line in res.not_checked:
-            print(f"NOT CHECKED {s}: {line}")
+            print(wrap(f"NOT CHECKED {s}: {line}"))
         if res.ok:
             print(f"OK {s}: every {'other ' if res.not_checked else ''}table matches its committed bytes and SHA256SUMS\n")
             print(study_summary(s / "tables") + "\n")  # the committed tables: byte for byte the regenerated ones

@@ -38,6 +38,7 @@ Misses are labeled by the oracle judge where the benchmark has scene graphs (the
 generated suites: pointfail generate), otherwise by a model judge (--judge ollama, or
 --judge openai --base-url URL --judge-model NAME for any OpenAI-compatible server), or
 left pending.
+
 {FAILURE_MODES_TEXT}
 
 A served model (--base-url URL --model NAME): the server is checked first (GET
@@ -224,9 +225,9 @@ def _print(res) -> None:
     if more:
         details.append(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
     if res.judge_report:
-        d = res.judge_report
-        details.append(f"judge {d['judge']}: {d['misses']} misses, {d['judged']} judged now, "
-                       f"{d['already']} already judged")
+        from pointfail.evaluate import judge_line
+
+        details.append(judge_line(res.judge_report))
     if res.judge_note:
         details.append(f"note: {res.judge_note}")
     files = [("records", res.records_path), ("tables", f"{res.tables_dir} (every table in full, with its notes)")]

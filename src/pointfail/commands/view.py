@@ -56,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, AggregateError) as e:
         print(f"pointfail view: {e}", file=sys.stderr)
         return 1
+    from pointfail.commands._console import wrap
+
     for b, (n, hint) in sorted(res.missing_images.items()):
-        print(f"[view] {n} records of {b} have no image: {hint}")
+        print(wrap(f"[view] {n} records of {b} have no image: {hint}"))
     print(f"[view] open {res.out_dir / 'index.html'}")
     print(f"[view] review mode (label misses): {res.out_dir / 'review.html'}")
     if args.serve:

@@ -189,9 +189,13 @@
   }
   function annotBox(cls, src, g, note, enlarge, numbers, alt) {
     var box = h('div', { 'class': 'annot ' + cls, style: 'aspect-ratio:' + g.w + '/' + g.h });
-    // the sample's own image loads at once; thumbnails in lists and panels load as they scroll into view.
-    // (Not enough for a headless `chromium --screenshot`: it still draws the main image blank; see issue #31.)
-    if (src) box.appendChild(h('img', { src: src, alt: alt || '', loading: cls === 'full' ? 'eager' : 'lazy', decoding: 'async', width: g.w, height: g.h }));
+    // The sample's own image loads at once and is decoded with the frame that first shows it
+    // (decoding=sync): with decoding=async the browser may present frames without it while it decodes,
+    // and a headless `chromium --screenshot`, which captures the first frame after the load event, drew
+    // the image blank on a loaded machine. Thumbnails in lists and panels load as they scroll into view
+    // and decode off the main thread.
+    var full = cls === 'full';
+    if (src) box.appendChild(h('img', { src: src, alt: alt || '', loading: full ? 'eager' : 'lazy', decoding: full ? 'sync' : 'async', width: g.w, height: g.h }));
     else box.appendChild(h('div', { 'class': 'missing', text: note || 'image not available' }));
     box.appendChild(annotSvg(g, enlarge, numbers));
     return box;
