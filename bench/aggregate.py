@@ -52,7 +52,7 @@ from pathlib import Path
 from _rounds import add_quick, load_line, ratio_line, ratio_stats, rounds
 
 from pointfail.aggregate import aggregate, verify
-from pointfail.benchmarks._common import boxes_sha256
+from pointfail.inputs.benchmarks._common import boxes_sha256
 from pointfail.records import (
     FAILURE_MODES,
     ImageRef,
@@ -192,7 +192,7 @@ def main() -> None:
     if args.quick:
         args.per_cell, args.repeat, args.memory = 20, 2, "120,240"
     from pointfail.judge.agreement import collect_units
-    from pointfail.report import gallery_examples
+    from pointfail.outputs.report import gallery_examples
 
     print(load_line())
     counts = [int(x) for x in args.memory.split(",") if x.strip()]

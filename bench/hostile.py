@@ -3,7 +3,7 @@
 Each client runs in its own process (its peak RSS is its own, read with ``os.wait4``) against
 :class:`tests.hostile.HostileServer` running in this process:
 
-* **peak RSS against an endless body**: the served client (``python -m pointfail.served``) and
+* **peak RSS against an endless body**: the served client (``python -m pointfail.running.served``) and
   ``pointfail judge`` (Ollama judge and OpenAI-compatible judge) against a server that answers 200 and
   then sends 64 KiB chunks forever, side by side with the same client against a good server. Before the
   bounded transport these grew to 3.9 GB (served) and 3.6 GB (judges) until a memory limit killed them;
@@ -74,7 +74,7 @@ def main() -> int:
 
         def served(url: str, out: Path) -> list[str]:
             opts = {"timeout_s": args.deadline, "retries": 0, "concurrency": 2}
-            return [sys.executable, "-m", "pointfail.served", "--base-url", url + "/v1", "--model", "m",
+            return [sys.executable, "-m", "pointfail.running.served", "--base-url", url + "/v1", "--model", "m",
                     "--family", "json_pixels", "--requests", str(reqs), "--responses", str(out),
                     "--options", json.dumps(opts), "--no-progress"]
 
@@ -126,9 +126,9 @@ def drip_in_process(deadline: float) -> list[dict]:
     import asyncio
 
     from hostile import HostileServer
-    from pointfail.judge.client import OllamaJudge
-    from pointfail.judge.served import OpenAIJudge
-    from pointfail.served.client import async_client, chat_once
+    from pointfail.running.judges.client import OllamaJudge
+    from pointfail.running.judges.served import OpenAIJudge
+    from pointfail.running.served.client import async_client, chat_once
 
     import ollama  # noqa: F401  (imported before the clock starts: the import is not the give-up)
     import openai  # noqa: F401
@@ -142,7 +142,7 @@ def drip_in_process(deadline: float) -> list[dict]:
             await chat_once(client, model="m", messages=[{"role": "user", "content": "x"}])
             return "answered"
         except Exception as e:
-            from pointfail.served.transport import describe
+            from pointfail.running.served.transport import describe
 
             return describe(e, 90)
         finally:

@@ -1,6 +1,6 @@
 """Benchmark: judge-stage wall time at concurrency c against sequential (concurrency 1).
 
-The fake Ollama server ``pointfail.testing.ollama_fake`` (run in its own process) answers at most ``c`` chat requests in parallel,
+The fake Ollama server ``pointfail.generated.testing.ollama_fake`` (run in its own process) answers at most ``c`` chat requests in parallel,
 each after a fixed latency, so the ideal speedup at concurrency ``c`` is ``c``; the target is
 ``speedup >= 0.85 * c``. Each run judges the same ``N`` misses (1024x768 images, box targets, so the
 per-miss rendering cost is real) from a fresh copy of the records, with the whole stage timed: reading
@@ -74,14 +74,14 @@ def run_once(pristine: Path, work: Path, concurrency: int, server_parallel: int,
     the stage's wall time in seconds."""
     import subprocess
 
-    from pointfail.judge.client import OllamaJudge
-    from pointfail.judge.stage import judge_study
+    from pointfail.running.judges.client import OllamaJudge
+    from pointfail.running.judges.stage import judge_study
 
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(pristine, work)
     server = subprocess.Popen(
-        [sys.executable, "-m", "pointfail.testing.ollama_fake", "--latency", str(latency),
+        [sys.executable, "-m", "pointfail.generated.testing.ollama_fake", "--latency", str(latency),
          "--max-parallel", str(server_parallel)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         pristine = make_study(root / "src", args.misses, tuple(args.size))
-        from pointfail.judge.render import render_miss
+        from pointfail.running.judges.render import render_miss
         from pointfail.records import read_records
 
         rec = read_records(pristine / "m" / "b.jsonl")[0]

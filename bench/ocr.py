@@ -34,9 +34,10 @@ from _rounds import add_quick, load_line, ratio_line
 from PIL import Image
 from tabulate import tabulate
 
-from pointfail import benchmarks, prompts
-from pointfail.baselines import ocr
-from pointfail.baselines.ocr import words as ocr_words
+from pointfail.inputs import benchmarks
+from pointfail import prompts
+from pointfail.generated.baselines import ocr
+from pointfail.generated.baselines.ocr import words as ocr_words
 from pointfail.scoring import score_prediction
 
 

@@ -1,11 +1,11 @@
 """Per-job overhead of the container path against the in-process worker, on a tiny model.
 
 One job = the worker answering N requests with the tiny random-weight Qwen2.5-VL checkpoint
-(``pointfail.testing.tiny``) on a generated sheets suite. Three ways, measured side by side in one
+(``pointfail.generated.testing.tiny``) on a generated sheets suite. Three ways, measured side by side in one
 run, alternating, R repetitions each, medians reported:
 
-* in-process: ``pointfail.worker.main([...])`` called in this interpreter (torch already imported);
-* subprocess: ``python -m pointfail.worker`` in a fresh interpreter (the study's "one model per
+* in-process: ``pointfail.running.worker.main([...])`` called in this interpreter (torch already imported);
+* subprocess: ``python -m pointfail.running.worker`` in a fresh interpreter (the study's "one model per
   process" without a container);
 * container: :func:`pointfail_runner.container.run_job` with the family image (create, start, no
   network, read-only root, worker, kill/remove).
@@ -72,9 +72,9 @@ def main() -> int:
     print(load_line())
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from pointfail import worker
-    from pointfail.suites import sheets
-    from pointfail.testing import tiny
+    from pointfail.running import worker
+    from pointfail.generated.suites import sheets
+    from pointfail.generated.testing import tiny
     from pointfail_runner import container as cmod
     from pointfail_runner.base import ensure_base
     from pointfail_runner.engine import ensure_engine
@@ -105,7 +105,7 @@ def main() -> int:
         d.mkdir()
         _write(d / "req.jsonl", _requests(suite, args.n, "s"))
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pointfail.worker", "--family", FAMILY, "--weights", str(weights),
+        subprocess.run([sys.executable, "-m", "pointfail.running.worker", "--family", FAMILY, "--weights", str(weights),
                         "--requests", str(d / "req.jsonl"), "--responses", str(d / "resp.jsonl"),
                         "--device", "cpu"], check=True, capture_output=True)
         return time.perf_counter() - t

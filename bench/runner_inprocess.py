@@ -1,8 +1,8 @@
 """Batched against one-at-a-time generation in the in-process worker, on tiny random-weight models.
 
 No Docker needed (``bench/runner.py`` adds the container path). For each family (default: the tiny
-Qwen2.5-VL, Qwen3-VL and InternVL checkpoints of ``pointfail.testing.tiny``), the model is loaded once
-and :func:`pointfail.worker.run_worker` answers the same N requests (generated images of varied sizes,
+Qwen2.5-VL, Qwen3-VL and InternVL checkpoints of ``pointfail.generated.testing.tiny``), the model is loaded once
+and :func:`pointfail.running.worker.run_worker` answers the same N requests (generated images of varied sizes,
 ``max_new_tokens`` fixed) with batch size 1 and with batch size B, alternating, R repetitions each,
 into fresh responses files. Prints the median samples per second of each and the ratio
 batched / one-at-a-time, measured side by side in one run.
@@ -45,13 +45,13 @@ def measure(family: str, n: int = 24, batch: int = 8, reps: int = 3, max_new_tok
     wall seconds per repetition, interleaved)."""
     import importlib
 
-    from pointfail.testing import tiny
-    from pointfail.worker import run_worker
+    from pointfail.generated.testing import tiny
+    from pointfail.running.worker import run_worker
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         weights = tiny.build(family, tmp / "w")
-        backend = importlib.import_module(f"pointfail.backends.{family}").load(str(weights), "cpu")
+        backend = importlib.import_module(f"pointfail.running.backends.{family}").load(str(weights), "cpu")
         req = _requests(tmp, n, max_new_tokens)
         run_worker(backend, req, tmp / "warmup.jsonl", batch_size=batch)  # first-call costs out of the timing
         times: dict[int, list[float]] = {1: [], batch: []}
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HF_HUB_OFFLINE"] = "1"
     import logging
 
-    logging.getLogger("pointfail.worker").setLevel(logging.WARNING)
+    logging.getLogger("pointfail.running.worker").setLevel(logging.WARNING)
     print(f"in-process worker, tiny checkpoints, CPU, {args.n} requests, {args.reps} reps, medians")
     for fam in args.families:
         m = measure(fam, args.n, args.batch, args.reps, args.max_new_tokens)

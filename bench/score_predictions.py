@@ -11,14 +11,14 @@ target box, shifted for about half):
                       >= 0.9 and precision >= 0.7): the least a scorer of these rows can do. PointerBench's
                       own ``eval.py`` is not on this machine; this stands in for it (it reads the same
                       files and applies the same rule, with no checks).
-* ``load``          : ``pointfail.benchmarks.load`` of the subset (validation, containment of every
+* ``load``          : ``pointfail.inputs.benchmarks.load`` of the subset (validation, containment of every
                       file name, image existence, targets and their hashes)
 * ``score-predictions`` : the whole command (``pointfail.cli.main``): load, read the predictions,
                       score, write the rows and the summary
 * ``contained (per row)`` / ``Containment (per folder)``: the containment check alone for every
-                      row's file name, by :func:`pointfail.benchmarks._common.contained` (every name
+                      row's file name, by :func:`pointfail.inputs.benchmarks._common.contained` (every name
                       resolved, component by component) and by one
-                      :class:`~pointfail.benchmarks._common.Containment` (each folder resolved and
+                      :class:`~pointfail.inputs.benchmarks._common.Containment` (each folder resolved and
                       listed once), the two side by side.
 
 Usage: ``python bench/score_predictions.py [--data DIR] [--repeat 5] [--quick]``. Nothing is asserted.
@@ -93,8 +93,8 @@ def main() -> None:
     limit = None
     if args.quick:
         args.repeat, limit = 2, 20
-    from pointfail.benchmarks import load
-    from pointfail.benchmarks._common import Containment, contained
+    from pointfail.inputs.benchmarks import load
+    from pointfail.inputs.benchmarks._common import Containment, contained
     from pointfail.cli import main as cli_main
 
     print(load_line())

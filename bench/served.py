@@ -17,7 +17,7 @@ targets: c=16 at least 12x c=1, at most 20 ms of client CPU per request). The id
 concurrency itself.
 
 Part 3: the client's own cost per request against the scripted fake server with zero latency
-(:mod:`pointfail.testing.openai_fake`, a stdlib threading server, in a separate process so that its
+(:mod:`pointfail.generated.testing.openai_fake`, a stdlib threading server, in a separate process so that its
 work does not hold this process's interpreter lock): the whole ``run_served`` path (read the request,
 open and decode the PNG, plan the frame, encode PNG and base64, one HTTP request, read the reply,
 append the response through the job writer with fsync) divided by ``N``, at concurrency 1 and 16, for
@@ -68,8 +68,8 @@ def make_requests(root: Path, n: int, size: tuple[int, int], max_new_tokens: int
 
 def timed_run(base_url: str, model: str, req: Path, out: Path, concurrency: int, **opts) -> tuple[float, int]:
     """Wall seconds of one ``run_served`` over ``req`` into a fresh ``out``, and the samples answered."""
-    from pointfail.served.backend import run_served
-    from pointfail.study import model_spec
+    from pointfail.running.served.backend import run_served
+    from pointfail.inputs.study import model_spec
 
     out.unlink(missing_ok=True)
     m = model_spec({"kind": "server", "name": "bench", "family": "qwen2_5_vl", "base_url": base_url, "model": model,
@@ -82,7 +82,7 @@ def timed_run(base_url: str, model: str, req: Path, out: Path, concurrency: int,
 def _stub(conn, reply: str, latency: float = 0.0) -> None:
     """Child process: a FakeOpenAI answering after ``latency`` seconds; sends its URL, serves until told
     to stop."""
-    from pointfail.testing.openai_fake import FakeOpenAI
+    from pointfail.generated.testing.openai_fake import FakeOpenAI
 
     with FakeOpenAI(None, default_reply=reply, model="stub", latency=latency) as fk:
         conn.send(fk.url)
@@ -96,7 +96,7 @@ def latency_part(root: Path, args) -> None:
 
     from tabulate import tabulate
 
-    from pointfail.suites import sheets
+    from pointfail.generated.suites import sheets
 
     suite = root / "latency-suite"
     sheets.generate(suite, n=args.latency_samples, seed=7)
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from tabulate import tabulate
 
-    from pointfail.testing.tiny import build_qwen2_5_vl
-    from pointfail.testing.transformers_serve import TransformersServe
+    from pointfail.generated.testing.tiny import build_qwen2_5_vl
+    from pointfail.generated.testing.transformers_serve import TransformersServe
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=12)

@@ -18,8 +18,8 @@ from pathlib import Path
 from _rounds import add_quick, load_line, ratio_line
 from PIL import Image
 
-from pointfail.suites import sheets, text
-from pointfail.suites.writer import png_bytes
+from pointfail.generated.suites import sheets, text
+from pointfail.generated.suites.writer import png_bytes
 
 BUDGET_S = 120.0
 

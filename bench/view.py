@@ -33,7 +33,7 @@ from _rounds import add_quick, load_line, ratio_line, ratio_stats, rounds
 
 from pointfail.aggregate import aggregate
 from pointfail.records import read_records, records_files
-from pointfail.view import build_site
+from pointfail.outputs.view import build_site
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = "/usr/bin/chromium"

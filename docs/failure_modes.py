@@ -4,8 +4,8 @@
 
 For each failure mode, one labeled miss of the default study (:data:`PICKS`, chosen among the
 oracle's labels for a legible picture; for another study, the gallery's example:
-``pointfail.report.gallery_examples``), drawn as the report's gallery draws it
-(``pointfail.report.example_picture``: target tinted green, the model's point in red), cropped around
+``pointfail.outputs.report.gallery_examples``), drawn as the report's gallery draws it
+(``pointfail.outputs.report.example_picture``: target tinted green, the model's point in red), cropped around
 the target and the point, scaled to 360 pixels wide, written as ``<out>/failure-<mode>.png``. Needs
 the study's images (``make data``, or ``pointfail generate`` with the study's seeds) and the report
 extra.
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from pointfail.records import FAILURE_MODES, read_records
-from pointfail.report import example_picture, gallery_examples
+from pointfail.outputs.report import example_picture, gallery_examples
 
 WIDTH = 360
 PICKS = {

@@ -1,8 +1,8 @@
 """Adding a model family is adding files: a family file and, when it runs locally, a backend file.
 
 The throwaway family below is written into two folders that are added to the search paths of the
-``pointfail.families`` and ``pointfail.backends`` packages (as if the files had been put in
-``src/pointfail/families/`` and ``src/pointfail/backends/``); no list anywhere is edited. The family
+``pointfail.families`` and ``pointfail.running.backends`` packages (as if the files had been put in
+``src/pointfail/families/`` and ``src/pointfail/running/backends/``); no list anywhere is edited. The family
 registry then drives everything else: ``get_family``, the backend list, the worker, scoring, the
 runner's weight check (``Family.needs_weights``) and the parametrized family tests.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import pointfail.backends as backends_pkg
+import pointfail.running.backends as backends_pkg
 import pointfail.families as families_pkg
 from pointfail.families import get_family, list_families, refresh
 
@@ -28,7 +28,7 @@ from pointfail.families.json_unit import JsonUnit
 
 class Throwaway(JsonUnit):
     name = "throwaway"
-    backend = "pointfail.backends.throwaway"
+    backend = "pointfail.running.backends.throwaway"
     needs_weights = False
 
 
@@ -40,7 +40,7 @@ BACKEND_FILE = '''
 
 import json
 
-from pointfail.backends.base import result
+from pointfail.running.backends.base import result
 
 
 class Throwaway:
@@ -74,11 +74,11 @@ def throwaway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_registry_finds_the_new_family_and_its_backend(throwaway):
-    from pointfail.backends import backend_modules
+    from pointfail.running.backends import backend_modules
 
     assert throwaway.name == "throwaway" and "throwaway" in [f.name for f in list_families()]
     assert get_family("Throw-Away") is throwaway  # the registry's alias rule applies to it too
-    assert backend_modules()["throwaway"] == "pointfail.backends.throwaway"
+    assert backend_modules()["throwaway"] == "pointfail.running.backends.throwaway"
     assert not throwaway.needs_weights
 
 
@@ -87,7 +87,7 @@ def test_the_worker_runs_it_and_scoring_parses_it(throwaway, tmp_path):
 
     from pointfail.records import ImageRef, Prompt, Response, Sample, Target
     from pointfail.scoring import build_record
-    from pointfail.worker import load_backend, run_worker
+    from pointfail.running.worker import load_backend, run_worker
 
     img = tmp_path / "i.png"
     Image.new("RGB", (40, 20)).save(img)
@@ -107,7 +107,7 @@ def test_the_worker_runs_it_and_scoring_parses_it(throwaway, tmp_path):
 
 
 def test_the_runner_asks_no_weights_of_a_weight_free_family(throwaway, tmp_path):
-    from pointfail.study import Roots
+    from pointfail.inputs.study import Roots
     from pointfail_runner.study import load_study, missing_inputs
 
     study_file = tmp_path / "study.toml"

@@ -1,7 +1,7 @@
 """Adding a judge is adding one file: a judge kind module in ``pointfail/judge/kinds/``.
 
 The throwaway judge below is written into a temporary folder added to the search path of the
-``pointfail.judge.kinds`` package (as if the file had been put in ``src/pointfail/judge/kinds/``); no
+``pointfail.running.judges.kinds`` package (as if the file had been put in ``src/pointfail/running/judges/kinds/``); no
 list anywhere is edited. The judge registry then drives everything else: the command line's
 ``--judge`` choices and ``pointfail judge``, the study file's ``primary_judge`` and ``compared``, the
 lineage rules (it declares itself a model judge, so the study must name its lineage), the runner's
@@ -18,17 +18,17 @@ from pathlib import Path
 
 import pytest
 
-import pointfail.judge.kinds as kinds_pkg
+import pointfail.running.judges.kinds as kinds_pkg
 from judge_fixtures import make_study
 from pointfail.cli import main
-from pointfail.judge.kinds import get_kind, kind_names, refresh
+from pointfail.running.judges.kinds import get_kind, kind_names, refresh
 from pointfail.records import read_records
 
 JUDGE_FILE = '''
 """``throwaway``: a test judge. A miss whose point lies in the left half of the image is
 ``off_by_pixels``, any other ``hallucinated``."""
 
-from pointfail.judge.kinds import JudgeKind
+from pointfail.running.judges.kinds import JudgeKind
 from pointfail.records import Judgment
 
 
@@ -110,8 +110,8 @@ def test_cli_judges_with_it_and_agreement_reads_it(throwaway, tmp_path, capsys):
 
 
 def test_the_study_file_and_the_lineage_rules_take_it(throwaway, tmp_path):
-    from pointfail.judge.lineage import LineageError, judge_plan
-    from pointfail.study import StudyError, load_study
+    from pointfail.running.judges.lineage import LineageError, judge_plan
+    from pointfail.inputs.study import StudyError, load_study
 
     study = make_study(tmp_path, n_misses=2)
     _toml(study, "throwaway")
@@ -126,8 +126,8 @@ def test_the_study_file_and_the_lineage_rules_take_it(throwaway, tmp_path):
 
 
 def test_the_runners_judge_stage_runs_it(throwaway, tmp_path):
-    from pointfail.judge.lineage import judge_plan
-    from pointfail.study import load_study
+    from pointfail.running.judges.lineage import judge_plan
+    from pointfail.inputs.study import load_study
     from pointfail_runner.reproduce import judge_stage
 
     study = make_study(tmp_path, n_misses=2)

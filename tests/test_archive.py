@@ -1,4 +1,4 @@
-"""The safe zip reader/unpacker (pointfail.benchmarks.archive): every rule refuses with one line, and
+"""The safe zip reader/unpacker (pointfail.inputs.benchmarks.archive): every rule refuses with one line, and
 UTF-8 names stored without the zip's UTF-8 flag are read as UTF-8."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pointfail.benchmarks.archive import CACHE_DIR, ArchiveError, archive_summary, read_members, unpack
-from pointfail.testing.standin import zip_bytes
+from pointfail.inputs.benchmarks.archive import CACHE_DIR, ArchiveError, archive_summary, read_members, unpack
+from pointfail.generated.testing.standin import zip_bytes
 
 
 def _zip(tmp_path: Path, members: dict[str, bytes], name: str = "a.zip", **kw) -> Path:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.backends import backend_modules
-from pointfail.backends.base import BackendError
-from pointfail.backends.molmo import load as load_molmo
-from pointfail.backends.molmo import pinned_revision
-from pointfail.worker import WorkerError, load_backend
+from pointfail.running.backends import backend_modules
+from pointfail.running.backends.base import BackendError
+from pointfail.running.backends.molmo import load as load_molmo
+from pointfail.running.backends.molmo import pinned_revision
+from pointfail.running.worker import WorkerError, load_backend
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -24,19 +24,19 @@ def weights(tmp_path: Path) -> Path:
 
 def test_every_backend_module_exists_and_has_load():
     """The family registry is the list of backends: every family with one names an importable module
-    with ``load``, and every module in pointfail/backends that defines ``load`` is some family's
+    with ``load``, and every module in pointfail/running/backends that defines ``load`` is some family's
     backend (the others are helpers: base, hf, manifest)."""
     import importlib
     import pkgutil
 
-    import pointfail.backends as pkg
+    import pointfail.running.backends as pkg
 
     mods = backend_modules()
     assert {"center", "ocr", "qwen2_5_vl", "qwen3_vl", "internvl3", "molmo", "molmo2"} <= set(mods)
     for family, module in mods.items():
         assert callable(importlib.import_module(module).load), family
     loaders = {m.name for m in pkgutil.iter_modules(pkg.__path__)
-               if callable(getattr(importlib.import_module(f"pointfail.backends.{m.name}"), "load", None))}
+               if callable(getattr(importlib.import_module(f"pointfail.running.backends.{m.name}"), "load", None))}
     assert {m.rsplit(".", 1)[1] for m in mods.values()} == loaders
 
 
@@ -96,7 +96,7 @@ def test_molmo_refuses_remote_code_without_a_manifest(tmp_path, monkeypatch):
 
 
 def test_planted_or_changed_code_is_refused_before_it_runs(tmp_path):
-    from pointfail.backends.manifest import verify_weights, write_weights_manifest
+    from pointfail.running.backends.manifest import verify_weights, write_weights_manifest
 
     w = _remote_code_weights(tmp_path)
     man = tmp_path / "molmo.manifest.json"
@@ -119,7 +119,7 @@ def test_planted_or_changed_code_is_refused_before_it_runs(tmp_path):
 
 
 def test_a_matching_manifest_lets_loading_proceed(tmp_path):
-    from pointfail.backends.manifest import write_weights_manifest
+    from pointfail.running.backends.manifest import write_weights_manifest
 
     w = _remote_code_weights(tmp_path)
     man = tmp_path / "molmo.manifest.json"
@@ -148,7 +148,7 @@ def test_ocr_backend_names_the_debian_packages_it_misses(monkeypatch):
     """Before any work, the ocr backend says which Debian package brings what is missing."""
     import pytesseract
 
-    from pointfail.backends import ocr as ocr_backend
+    from pointfail.running.backends import ocr as ocr_backend
 
     monkeypatch.setattr(ocr_backend.shutil, "which", lambda cmd: None)
     with pytest.raises(BackendError, match=r"Debian package tesseract-ocr\): apt-get install tesseract-ocr$"):

@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
 import builders  # noqa: E402
 
-from pointfail.benchmarks import BENCHMARKS, BenchmarkError  # noqa: E402
-from pointfail.benchmarks.fetch import SOURCES, FetchError, fetch, git_blob_sha1, verify_files  # noqa: E402
+from pointfail.inputs.benchmarks import BENCHMARKS, BenchmarkError  # noqa: E402
+from pointfail.inputs.benchmarks.fetch import SOURCES, FetchError, fetch, git_blob_sha1, verify_files  # noqa: E402
 from pointfail.cli import main  # noqa: E402
 
 

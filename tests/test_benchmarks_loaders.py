@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
 import builders  # noqa: E402
 
-from pointfail.benchmarks import AXES, BENCHMARKS, BenchmarkError, load, require_images  # noqa: E402
+from pointfail.inputs.benchmarks import AXES, BENCHMARKS, BenchmarkError, load, require_images  # noqa: E402
 from pointfail.records import sha256_file  # noqa: E402
 
 
@@ -441,7 +441,7 @@ def test_import_light():
     """Importing the loaders, official rules and prompts pulls in no torch, transformers, PIL or numpy."""
     import subprocess
 
-    code = ("import sys, pointfail.benchmarks, pointfail.benchmarks.official, pointfail.benchmarks.fetch, "
+    code = ("import sys, pointfail.inputs.benchmarks, pointfail.official, pointfail.inputs.benchmarks.fetch, "
             "pointfail.prompts; heavy = [m for m in ('torch', 'transformers', 'PIL', 'numpy', 'huggingface_hub') "
             "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -119,7 +119,7 @@ def test_defaults_are_shown(capsys):
 
 def test_judge_help_defaults_are_the_clients():
     """One source: the client and the command line read the same settings module."""
-    from pointfail.judge import client, settings
+    from pointfail.running.judges import client, settings
 
     assert client.DEFAULT_OPTIONS is settings.DEFAULT_OPTIONS and client.DEFAULT_MODEL == settings.DEFAULT_MODEL
 
@@ -289,7 +289,7 @@ def _shot(tmp_path):
 
 def test_judge_one_point_and_box_are_pixels_or_both_normalized(tmp_path, monkeypatch, capsys):
     """--point and --box are in the same units: pixels of the image, or fractions with --normalized."""
-    import pointfail.judge.render as render
+    import pointfail.running.judges.render as render
 
     seen = []
 
@@ -327,7 +327,7 @@ def test_judge_one_refused_connection_fails_at_once(tmp_path, monkeypatch, capsy
 
 def test_judge_one_counts_transport_failures(tmp_path, capsys):
     sys.path.insert(0, str(REPO / "tests"))
-    from pointfail.testing.ollama_fake import Action, FakeOllama
+    from pointfail.generated.testing.ollama_fake import Action, FakeOllama
 
     img = _shot(tmp_path)
     with FakeOllama([Action(status=503), Action(status=500), "wrong_category"]) as srv:

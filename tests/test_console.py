@@ -119,7 +119,7 @@ def test_every_column_counted_apart_says_what_it_counts(tmp_path):
 def test_messages_fold_to_the_width_with_each_command_on_one_line():
     """`pointfail view`'s missing-image line (331 characters before) folds to the width; the commands it
     offers, in backticks, stay whole on one line each, so they copy as they are."""
-    from pointfail.view.images import missing_image_hint
+    from pointfail.outputs.view.images import missing_image_hint
 
     hint = missing_image_hint(DEFAULT, "sheets")
     line = f"[view] 300 records of sheets have no image: {hint}"

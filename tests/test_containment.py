@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.benchmarks._common import Containment, contained
+from pointfail.inputs.benchmarks._common import Containment, contained
 
 NAMES = [
     "a.png", "sub/b.png", "sub", "missing.png", "sub/missing.png", "nowhere/x.png",

@@ -364,12 +364,12 @@ def test_model_judges_label_the_misses(suite, tmp_path, capsys, judge):
     base = ["evaluate", "--benchmark", "suite", "--data", str(suite), "--replies", str(replies), "--family", "molmo",
             "--out", str(out), "--no-report", "--no-view", "--judge", judge, "--no-schema"]
     if judge == "ollama":
-        from pointfail.testing.ollama_fake import FakeOllama
+        from pointfail.generated.testing.ollama_fake import FakeOllama
 
         with FakeOllama(default="wrong_instance") as srv:
             rc = main(base + ["--host", srv.url, "--judge-model", "gemma4:31b"])
     else:
-        from pointfail.testing.openai_fake import FakeOpenAI
+        from pointfail.generated.testing.openai_fake import FakeOpenAI
 
         with FakeOpenAI(default_reply="wrong_instance", model="judge-x") as srv:
             rc = main(base + ["--base-url", srv.url, "--judge-model", "judge-x"])

@@ -56,7 +56,7 @@ def test_a_complete_study_exits_0(tmp_path, capsys):
 
 def test_errors_come_before_misses_left_without_a_verdict(tmp_path, capsys):
     """As evaluate: 4 (an incomplete study) wins over 3 (a judge left misses), both said."""
-    from pointfail.testing.ollama_fake import Action, FakeOllama
+    from pointfail.generated.testing.ollama_fake import Action, FakeOllama
 
     study = _with_errors(tmp_path, 1)
     with FakeOllama([Action(status=500)] * 40) as srv:

@@ -97,7 +97,7 @@ def test_report_library_call_raises_before_writing(study, tmp_path):
             "        if name.split('.')[0] == 'matplotlib': raise ModuleNotFoundError(name, name=name)\n"
             "sys.meta_path.insert(0, B())\n"
             "from pointfail.extras import MissingExtra\n"
-            "from pointfail.report import make_report\n"
+            "from pointfail.outputs.report import make_report\n"
             "try:\n"
             f"    make_report({str(study)!r}, {str(tmp_path / 'r')!r})\n"
             "except MissingExtra as e:\n"

@@ -56,7 +56,7 @@ def test_family_declarations(name):
     assert isinstance(fam, Family) and fam.name == name
     assert fam.frame.kind in FRAME_KINDS and fam.frame.name
     if fam.backend is not None:
-        assert fam.backend == f"pointfail.backends.{name}"
+        assert fam.backend == f"pointfail.running.backends.{name}"
         assert callable(importlib.import_module(fam.backend).load)
         if fam.needs_weights:
             assert fam.checkpoints, "weight-backed families name their checkpoints"

@@ -22,11 +22,11 @@ from PIL import Image
 
 from hostile import make_decoy, tree_digest
 from pointfail.families import list_families
-from pointfail.jobs import JobBusy, JobLock, read_responses
+from pointfail.running.jobs import JobBusy, JobLock, read_responses
 from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS, MAX_RESPONSE_RAW_TEXT_CHARS
 from pointfail.records import Prompt, Response, Sample, Target, ImageRef, read_records, write_records
 from pointfail.scoring import build_record
-from pointfail.study import Roots, StudyError, load_study
+from pointfail.inputs.study import Roots, StudyError, load_study
 
 REPO = Path(__file__).resolve().parents[1]
 

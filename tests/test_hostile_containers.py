@@ -84,8 +84,8 @@ def center(client, base_lock) -> str:
 def suite(tmp_path: Path):
     """A generated sheets suite (PointerBench layout: metadata.jsonl with target boxes, scene graphs)
     under a data root, and its samples."""
-    from pointfail.benchmarks import load
-    from pointfail.suites import sheets
+    from pointfail.inputs.benchmarks import load
+    from pointfail.generated.suites import sheets
 
     data = tmp_path / "data" / "s" / "sheets"
     sheets.generate(data, n=4, seed=5)
@@ -119,7 +119,7 @@ def test_model_container_sees_only_the_images_not_targets_or_scene_graphs(client
     paths = cmod.prepare_job_dir(job)
     staged, errors = cmod.stage_images(_requests(samples), paths, data)
     assert errors == {} and len(staged) == len(samples)
-    from pointfail.jobs import JobRequest, write_requests
+    from pointfail.running.jobs import JobRequest, write_requests
 
     write_requests(paths.requests, [JobRequest.model_validate(r) for r in staged])
     # what the answers look like on disk: each row's box as written in metadata.jsonl, the scene

@@ -13,7 +13,7 @@ import pytest
 
 from pointfail.cli import main
 from pointfail.records import ImageRef, ParseResult, Prompt, Record, Response, Target, read_records, write_records
-from pointfail.replies import MAX_LISTED_PROBLEMS, read_replies
+from pointfail.inputs.replies import MAX_LISTED_PROBLEMS, read_replies
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -136,9 +136,9 @@ def test_one_record_with_a_lone_surrogate_never_costs_the_batch(tmp_path):
 
 
 def test_deep_json_in_a_study_lock_and_benchmark_metadata_is_a_clear_error(tmp_path):
-    from pointfail.benchmarks import BenchmarkError
-    from pointfail.benchmarks._common import read_json, read_jsonl
-    from pointfail.studylock import LockError, read_lock
+    from pointfail.inputs.benchmarks import BenchmarkError
+    from pointfail.inputs.benchmarks._common import read_json, read_jsonl
+    from pointfail.inputs.studylock import LockError, read_lock
 
     lock = tmp_path / "study.lock"
     lock.write_text(DEEP)

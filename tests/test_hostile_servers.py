@@ -18,13 +18,13 @@ from PIL import Image
 
 from hostile import HostileServer
 from judge_fixtures import make_study
-from pointfail.judge.client import OllamaJudge
-from pointfail.judge.served import OpenAIJudge
-from pointfail.judge.stage import judge_study
+from pointfail.running.judges.client import OllamaJudge
+from pointfail.running.judges.served import OpenAIJudge
+from pointfail.running.judges.stage import judge_study
 from pointfail.records import read_records
-from pointfail.served.backend import ServerUnavailable, run_served
-from pointfail.served.options import ServedOptions
-from pointfail.study import model_spec
+from pointfail.running.served.backend import ServerUnavailable, run_served
+from pointfail.running.served.options import ServedOptions
+from pointfail.inputs.study import model_spec
 
 DEADLINE = 1.0
 CAP = 64 * 1024

@@ -89,7 +89,7 @@ def _world_readable(root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def sheets_suite(tmp_path_factory) -> Path:
-    from pointfail.suites import sheets
+    from pointfail.generated.suites import sheets
 
     out = tmp_path_factory.mktemp("suite") / "sheets"
     sheets.generate(out, n=6, seed=3)
@@ -98,7 +98,7 @@ def sheets_suite(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_weights(tmp_path_factory) -> Path:
-    from pointfail.testing import tiny
+    from pointfail.generated.testing import tiny
 
     return _world_readable(tiny.build(TINY_FAMILY, tmp_path_factory.mktemp("tiny") / TINY_FAMILY, seed=0))
 

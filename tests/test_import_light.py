@@ -49,7 +49,7 @@ def test_every_public_name_resolves_lazily_and_light():
     code = (
         "import importlib, pointfail\n"
         "names = [n for n in pointfail.__all__ if n != '__version__']\n"
-        "expected = {'load_benchmark': ('pointfail.benchmarks', 'load'),\n"
+        "expected = {'load_benchmark': ('pointfail.inputs.benchmarks', 'load'),\n"
         "            'build_prompt': ('pointfail.prompts', 'build_prompt'),\n"
         "            'strip_directives': ('pointfail.prompts', 'strip_directives'),\n"
         "            'TargetRegion': ('pointfail.geometry', 'TargetRegion'),\n"
@@ -78,9 +78,9 @@ def test_every_public_name_resolves_lazily_and_light():
 def test_lazy_names_are_not_imported_before_use():
     code = (
         "import sys, pointfail\n"
-        "assert 'pointfail.scoring' not in sys.modules and 'pointfail.benchmarks' not in sys.modules\n"
+        "assert 'pointfail.scoring' not in sys.modules and 'pointfail.inputs.benchmarks' not in sys.modules\n"
         "pointfail.load_benchmark\n"
-        "assert 'pointfail.benchmarks' in sys.modules\n"
+        "assert 'pointfail.inputs.benchmarks' in sys.modules\n"
     )
     assert _loaded_after(code) == []
 

@@ -2,10 +2,10 @@
 
 Many commands import lazily (inside the function that needs the module) so that ``pointfail --help``
 and the runner start fast; such an import is only executed when that function runs. When a module
-is split or renamed (``pointfail.suites.common`` became ``suites.manifest``, ``suites.writer``, ...),
+is split or renamed (``pointfail.generated.suites.common`` became ``suites.manifest``, ``suites.writer``, ...),
 a stale lazy import stays invisible to linting and to every test that does not call that function:
 ``make bundle`` failed that way with ``ModuleNotFoundError: No module named
-'pointfail.suites.common'`` before writing anything. This test reads every ``import``/``from ...
+'pointfail.generated.suites.common'`` before writing anything. This test reads every ``import``/``from ...
 import`` naming ``pointfail`` or ``pointfail_runner`` in ``src/`` and ``runner/src/`` (any depth in the
 syntax tree) and checks that the module imports and has each imported name.
 """
@@ -74,15 +74,15 @@ def _problem(module: str, name: str) -> str | None:
 def test_the_scan_sees_lazy_imports():
     """The scan reaches imports inside function bodies (the bundle's manifest import is one)."""
     seen = {(f, m, n) for f, _, m, n in own_imports()}
-    assert ("runner/src/pointfail_runner/bundle.py", "pointfail.suites.manifest", "compare_manifests") in seen
+    assert ("runner/src/pointfail_runner/bundle.py", "pointfail.generated.suites.manifest", "compare_manifests") in seen
     assert ("runner/src/pointfail_runner/bundle.py", "pointfail_runner", "images") in seen
 
 
 def test_problem_names_a_stale_module_and_a_missing_name():
-    assert _problem("pointfail.suites.common", "compare_manifests") == "no module 'pointfail.suites.common'"
-    assert _problem("pointfail.suites.manifest", "no_such_name") == "pointfail.suites.manifest has no name 'no_such_name'"
-    assert _problem("pointfail.suites", "manifest") is None  # a submodule
-    assert _problem("pointfail.suites.manifest", "compare_manifests") is None
+    assert _problem("pointfail.generated.suites.common", "compare_manifests") == "no module 'pointfail.generated.suites.common'"
+    assert _problem("pointfail.generated.suites.manifest", "no_such_name") == "pointfail.generated.suites.manifest has no name 'no_such_name'"
+    assert _problem("pointfail.generated.suites", "manifest") is None  # a submodule
+    assert _problem("pointfail.generated.suites.manifest", "compare_manifests") is None
 
 
 @pytest.mark.parametrize("pkg", sorted(PACKAGES))

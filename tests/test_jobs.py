@@ -1,4 +1,4 @@
-"""Job files (``pointfail.jobs``): the responses reader never crashes on hostile lines, a planted
+"""Job files (``pointfail.running.jobs``): the responses reader never crashes on hostile lines, a planted
 symlink or FIFO is refused, one job has one worker."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from pointfail.jobs import (
+from pointfail.running.jobs import (
     JobBusy,
     JobFileError,
     JobLock,
@@ -136,7 +136,7 @@ def job(tmp_path: Path):
 
 
 def _worker(req: Path, resp: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pointfail.worker", "--family", "center", "--requests", str(req),
+    return subprocess.Popen([sys.executable, "-m", "pointfail.running.worker", "--family", "center", "--requests", str(req),
                              "--responses", str(resp)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -186,7 +186,7 @@ def test_a_reader_with_a_deadline_stops_there_and_says_so(tmp_path):
     """``read_responses(..., deadline=)``: a deadline already past reads nothing and leaves one problem
     naming the wall clock; one in the future reads every line (the runner's final count of a
     container's responses counts against the job's wall clock)."""
-    from pointfail.jobs import read_responses
+    from pointfail.running.jobs import read_responses
 
     p = tmp_path / "responses.jsonl"
     p.write_text("".join(json.dumps({"sample_id": f"s{i}", "raw_text": "x"}) + "\n" for i in range(3000)))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from judge_fixtures import make_study
-from pointfail.testing.ollama_fake import FakeOllama
+from pointfail.generated.testing.ollama_fake import FakeOllama
 from pointfail.cli import main
 from pointfail.judge.agreement import agreement
 

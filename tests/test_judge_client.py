@@ -1,11 +1,11 @@
-"""The Ollama judge client against a real HTTP server on loopback (pointfail.testing.ollama_fake)."""
+"""The Ollama judge client against a real HTTP server on loopback (pointfail.generated.testing.ollama_fake)."""
 
 import asyncio
 
 import pytest
 
-from pointfail.testing.ollama_fake import DIGEST, Action, FakeOllama
-from pointfail.judge.client import DEFAULT_MODEL, OllamaJudge, resolve_host
+from pointfail.generated.testing.ollama_fake import DIGEST, Action, FakeOllama
+from pointfail.running.judges.client import DEFAULT_MODEL, OllamaJudge, resolve_host
 from pointfail.judge.protocol import LABEL_SCHEMA
 
 PNG = b"\x89PNG\r\n\x1a\nnot-really"

@@ -95,7 +95,7 @@ def test_one_annotator_as_primary_judge(tmp_path, capsys):
 
 
 def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path):
-    from pointfail.judge.human import MAX_LINE_CHARS, read_labels
+    from pointfail.running.judges.human import MAX_LINE_CHARS, read_labels
 
     p = tmp_path / "l.jsonl"
     p.write_text("x" * (5 * MAX_LINE_CHARS) + "\n" + line("miss-000", O) + "\n")

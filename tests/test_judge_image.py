@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pointfail.testing.ollama_fake import DIGEST, FakeOllama
+from pointfail.generated.testing.ollama_fake import DIGEST, FakeOllama
 
 JUDGE = Path(__file__).resolve().parents[1] / "images" / "judge"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.judge.lineage import LineageError, judge_plan, lineage_note
+from pointfail.running.judges.lineage import LineageError, judge_plan, lineage_note
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -119,7 +119,7 @@ def test_tables_name_the_pinned_judge_digest(tmp_path):
     tables say which weights their labels rest on; an unpinned study says none is pinned yet; the
     oracle (no weights) says nothing."""
     from pointfail.aggregate.study import judge_pin_note
-    from pointfail.studylock import pin_judge
+    from pointfail.inputs.studylock import pin_judge
 
     lock = REPO / "records" / "pointfail-vlm-rehearsal" / "study.lock"
     assert judge_pin_note(_raw("pointfail-vlm-rehearsal"), lock) == (

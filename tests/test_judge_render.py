@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pointfail.judge.render import GREEN, RED, marker_radius, render_miss, target_raster
+from pointfail.running.judges.render import GREEN, RED, marker_radius, render_miss, target_raster
 from pointfail.records import Target
 
 

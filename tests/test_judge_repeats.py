@@ -8,7 +8,7 @@ import json
 from judge_fixtures import make_study
 from pointfail.cli import main
 from pointfail.records import read_records
-from pointfail.testing.ollama_fake import FakeOllama, instruction_of
+from pointfail.generated.testing.ollama_fake import FakeOllama, instruction_of
 
 
 def test_repeats_store_every_run_and_report_how_often_the_label_changes(tmp_path, capsys):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from judge_fixtures import make_study
 from pointfail.judge.protocol import LABEL_SCHEMA
-from pointfail.judge.served import OpenAIJudge
-from pointfail.judge.stage import judge_study
+from pointfail.running.judges.served import OpenAIJudge
+from pointfail.running.judges.stage import judge_study
 from pointfail.records import read_records
-from pointfail.testing.openai_fake import Action, FakeOpenAI
+from pointfail.generated.testing.openai_fake import Action, FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8  # never decoded by the fake's label script
@@ -127,8 +127,8 @@ def test_reproduce_runs_the_study_named_openai_judge_as_primary(tmp_path, monkey
     its judge stage (the study alone says which judges, in which role) fills Record.judge with the
     served judge's labels and keeps the compared oracle's as another judgment; a key variable the
     study names but the environment lacks, or a server that is not there, stops before any work."""
-    from pointfail.judge.lineage import judge_plan
-    from pointfail.study import load_study
+    from pointfail.running.judges.lineage import judge_plan
+    from pointfail.inputs.study import load_study
     from pointfail_runner.prepare import judge_missing, openai_judge_missing
     from pointfail_runner.reproduce import judge_stage
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from judge_fixtures import expected_oracle, make_study
-from pointfail.testing.ollama_fake import Action, FakeOllama
-from pointfail.judge.client import OllamaJudge
-from pointfail.judge.stage import JOURNAL_SUFFIX, judge_study
+from pointfail.generated.testing.ollama_fake import Action, FakeOllama
+from pointfail.running.judges.client import OllamaJudge
+from pointfail.running.judges.stage import JOURNAL_SUFFIX, judge_study
 from pointfail.records import read_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +76,7 @@ def scripted(behaviour):
     seen = Counter()
 
     def script(n, body):
-        from pointfail.testing.ollama_fake import instruction_of
+        from pointfail.generated.testing.ollama_fake import instruction_of
 
         i = item(instruction_of(body))
         k = seen[i]
@@ -206,7 +206,7 @@ def test_other_role_beside_oracle_and_agreement(tmp_path):
     # the fake judge answers the oracle's label, except it calls every wrong_category hallucinated
     # and abstains on item 3 (hallucinated per oracle)
     def script(n, body):
-        from pointfail.testing.ollama_fake import instruction_of
+        from pointfail.generated.testing.ollama_fake import instruction_of
 
         i = item(instruction_of(body))
         if i == 3:
@@ -295,7 +295,7 @@ def test_absent_target_prompt_says_so(tmp_path):
     prompts = {}
 
     def script(n, body):
-        from pointfail.testing.ollama_fake import instruction_of
+        from pointfail.generated.testing.ollama_fake import instruction_of
 
         prompts[instruction_of(body)] = body["messages"][0]["content"]
         return "hallucinated"
@@ -309,7 +309,7 @@ def test_absent_target_prompt_says_so(tmp_path):
 def test_second_stage_on_same_study_is_refused(tmp_path):
     import fcntl
 
-    from pointfail.judge.stage import LOCK_NAME, StageBusy
+    from pointfail.running.judges.stage import LOCK_NAME, StageBusy
 
     study = make_study(tmp_path, n_misses=1)
     with open(study / LOCK_NAME, "a+b") as held:
@@ -322,7 +322,7 @@ def test_second_stage_on_same_study_is_refused(tmp_path):
 
 def test_judge_modules_are_import_light():
     code = (
-        "import sys, pointfail.judge.stage, pointfail.judge.render, pointfail.judge.client, "
+        "import sys, pointfail.running.judges.stage, pointfail.running.judges.render, pointfail.running.judges.client, "
         "pointfail.judge.agreement, pointfail.commands.judge; "
         "print(sorted(m for m in ('ollama', 'httpx', 'tenacity', 'torch', 'transformers') if m in sys.modules))"
     )

@@ -9,7 +9,7 @@ import json
 from judge_fixtures import make_study
 from pointfail.aggregate import aggregate
 from pointfail.cli import main
-from pointfail.testing.ollama_fake import FakeOllama
+from pointfail.generated.testing.ollama_fake import FakeOllama
 
 O, I, C, H = "off_by_pixels", "wrong_instance", "wrong_category", "hallucinated"
 

@@ -54,7 +54,7 @@ def test_no_module_imports_another_modules_private_names():
 
 
 def test_the_private_import_check_sees_one():
-    src = ("from pointfail.judge.client import ChatJudge, _Hidden\nfrom .x import _y, public\n"
+    src = ("from pointfail.running.judges.client import ChatJudge, _Hidden\nfrom .x import _y, public\n"
            "from os import _exit\nfrom pointfail import __version__\n")
-    assert _private_imports(src, "m.py") == ["m.py:1: imports _Hidden from pointfail.judge.client",
+    assert _private_imports(src, "m.py") == ["m.py:1: imports _Hidden from pointfail.running.judges.client",
                                              "m.py:2: imports _y from .x"]

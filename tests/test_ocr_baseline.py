@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw, ImageFont
 
-from pointfail.baselines import ocr
-from pointfail.baselines.ocr.instruction import quoted
-from pointfail.baselines.ocr.sheet import col_index, col_letters
-from pointfail.baselines.ocr.words import paragraphs, read_words
+from pointfail.generated.baselines import ocr
+from pointfail.generated.baselines.ocr.instruction import quoted
+from pointfail.generated.baselines.ocr.sheet import col_index, col_letters
+from pointfail.generated.baselines.ocr.words import paragraphs, read_words
 
 pytest.importorskip("pytesseract")
 if shutil.which("tesseract") is None:
@@ -136,7 +136,7 @@ def test_spreadsheet_references_against_found_headers(sheet):
 
 def test_worker_backend_answers_json_pixels(page, tmp_path):
     from pointfail.records import canonical_json
-    from pointfail.worker import load_backend, run_worker
+    from pointfail.running.worker import load_backend, run_worker
 
     img, boxes, _ = page
     p = tmp_path / "page.png"
@@ -156,7 +156,7 @@ def test_worker_gives_the_baseline_the_core_instruction(page, tmp_path):
     read), and declines in the json_pixels convention when the request says the prompt told it how."""
     from pointfail.families import get_family
     from pointfail.records import canonical_json
-    from pointfail.worker import load_backend, run_worker
+    from pointfail.running.worker import load_backend, run_worker
 
     img, boxes, _ = page
     p = tmp_path / "page.png"
@@ -236,7 +236,7 @@ def test_absent_quoted_text_is_declined_in_the_json_pixels_convention():
     phrase that OCR finds nowhere is answered with the convention's null location, read as a decline."""
     from PIL import Image
 
-    from pointfail.baselines.ocr import point_to
+    from pointfail.generated.baselines.ocr import point_to
     from pointfail.families import get_family
 
     blank = Image.new("RGB", (320, 200), "white")

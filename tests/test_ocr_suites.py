@@ -25,8 +25,9 @@ if shutil.which("tesseract") is None:
 
 from PIL import Image  # noqa: E402
 
-from pointfail import benchmarks, prompts  # noqa: E402
-from pointfail.baselines import ocr  # noqa: E402
+from pointfail.inputs import benchmarks  # noqa: E402
+from pointfail import prompts  # noqa: E402
+from pointfail.generated.baselines import ocr  # noqa: E402
 from pointfail.scoring import score_prediction  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -78,7 +79,7 @@ def test_hit_rate_floor_on_web_suite(tmp_path_factory):
 def test_the_core_instruction_not_the_family_prompt_is_read():
     # the family's system prompt says "top-left": read as the task it would name the wrong part of the
     # cell, which is why the worker passes the baseline the core instruction
-    from pointfail.baselines.ocr.sheet import cell_part
+    from pointfail.generated.baselines.ocr.sheet import cell_part
 
     pr = prompts.build_prompt("ocr", _FakeSample())
     assert "top-left" in pr.sent and cell_part(pr.sent) == "top_left"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from pointfail.benchmarks.official import (
+from pointfail.official import (
     RULES,
     SCREENSPOT_WRONG_FORMAT,
     official_score,
@@ -387,7 +387,7 @@ def test_official_score_through_build_record(tmp_path):
     sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
     import builders
 
-    from pointfail.benchmarks import load
+    from pointfail.inputs.benchmarks import load
     from pointfail.prompts import build_prompt
     from pointfail.records import Response
 

@@ -62,7 +62,7 @@ def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path:
     all stay 135 for ocr/sheets, and the rates fall alike."""
     import shutil
 
-    from pointfail.benchmarks.official import official_score
+    from pointfail.official import official_score
     from pointfail.records import Geometry, Response, Sample, read_records
 
     root = Path(__file__).resolve().parents[1] / "records" / "default"
@@ -97,7 +97,7 @@ def test_a_copy_of_the_default_study_with_errors_keeps_them_in_every_n(tmp_path:
 
 def _ssp(sid: str, outcome: str, score: float, group: str, app: str, plat: str, ui: str,
          note: Optional[str] = None) -> Record:
-    from pointfail.benchmarks.official import RULES
+    from pointfail.official import RULES
 
     r = rec("m", "screenspot-pro", sid, outcome, dist=None if outcome != "miss" else 5.0,
             meta={"group": group, "application": app, "platform": plat, "ui_type": ui})
@@ -115,7 +115,7 @@ def _ssp_rows(tmp_path: Path, rs: list[Record]) -> dict[tuple[str, str], list[st
 def test_screenspot_pro_groups_as_the_official_script_counts(tmp_path: Path) -> None:
     """calc_metric_for_result_list per block: every sample in num_total, wrong_format (no point, no answer)
     a non-correct, text/icon accuracies over their own ui_type, 0 (not n/a) where a block has none."""
-    from pointfail.benchmarks.official import SCREENSPOT_WRONG_FORMAT
+    from pointfail.official import SCREENSPOT_WRONG_FORMAT
 
     rs = [
         _ssp("a", "hit", 1.0, "CAD", "autocad", "windows", "text"),
@@ -178,7 +178,7 @@ def _rehearsal_data(root: Path, point_bench: bool = False) -> None:
     import json
     import zipfile
 
-    from pointfail.testing.standin import point_bench_files, refspatial_files, where2place_files
+    from pointfail.generated.testing.standin import point_bench_files, refspatial_files, where2place_files
 
     lock = json.loads((REHEARSAL / "study.lock").read_text())["benchmarks"]
     base = root / "data" / "pointfail-vlm-rehearsal"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pointfail.backends.base import WorkItem
-from pointfail.backends.center import CenterBackend
-from pointfail.jobs import JobRequest, ResponseWriter
-from pointfail.study import load_study
+from pointfail.running.backends.base import WorkItem
+from pointfail.running.backends.center import CenterBackend
+from pointfail.running.jobs import JobRequest, ResponseWriter
+from pointfail.inputs.study import load_study
 from pointfail_runner import merge as mmod
 from pointfail_runner import plan as pmod
 from pointfail_runner import shards as smod
@@ -117,7 +117,7 @@ def test_stale_or_tampered_plans_are_refused(study_dir, tmp_path):
 
 def _stage(repo: Path, plan: pmod.Plan, run_dir: Path, shards=None):
     study = load_study(repo / "records/tiny/study.toml")
-    from pointfail.study import Roots
+    from pointfail.inputs.study import Roots
 
     roots = Roots.for_study(study, repo, records=run_dir.parent / "records")
     run = smod.open_run(plan, run_dir)
@@ -272,7 +272,7 @@ def test_worker_answers_several_pairs_with_one_model_load(tmp_path):
                                            "task": "point", "max_new_tokens": 8}) + "\n" for i in range(n)))
         pairs += ["--requests", str(req), "--responses", str(tmp_path / "out" / f"{cell}.jsonl")]
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    run = [sys.executable, "-m", "pointfail.worker", "--family", "center", *pairs]
+    run = [sys.executable, "-m", "pointfail.running.worker", "--family", "center", *pairs]
     p = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stderr.count("loaded family center") == 1
@@ -360,8 +360,8 @@ def test_plan_and_run_give_an_unpinned_model_the_revision_its_study_lock_holds(s
     name it in their provenance; a model the lock does not hold stays unpinned."""
     from types import SimpleNamespace
 
-    from pointfail.study import StudyError
-    from pointfail.studylock import SCHEMA, lock_path, write_lock
+    from pointfail.inputs.study import StudyError
+    from pointfail.inputs.studylock import SCHEMA, lock_path, write_lock
     from pointfail_runner import container as cmod
     from pointfail_runner import images as imod
     from pointfail_runner.executors import pin_models

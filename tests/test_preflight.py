@@ -114,8 +114,8 @@ def test_the_judge_digest_is_pinned_at_first_contact_and_a_different_one_refused
     run against a server with other weights under the same tag is refused before any miss is sent."""
     import json
 
-    from pointfail.studylock import LockError, pin_judge, read_lock
-    from pointfail.testing.ollama_fake import DIGEST, FakeOllama
+    from pointfail.inputs.studylock import LockError, pin_judge, read_lock
+    from pointfail.generated.testing.ollama_fake import DIGEST, FakeOllama
     from pointfail_runner.reproduce import judge_digest
 
     lock = tmp_path / "study.lock"

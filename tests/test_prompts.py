@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
 import builders  # noqa: E402
 
-from pointfail.benchmarks import load  # noqa: E402
+from pointfail.inputs.benchmarks import load  # noqa: E402
 from pointfail.prompts import DIRECTIVES, PromptError, build_prompt, strip_directives  # noqa: E402
 from pointfail.records import ImageRef, Sample, Target  # noqa: E402
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pointfail.benchmarks import load as load_benchmark
-from pointfail.jobs import JobResponse, ResponseLog
+from pointfail.inputs.benchmarks import load as load_benchmark
+from pointfail.running.jobs import JobResponse, ResponseLog
 from pointfail_runner.study import load_study, records_for, requests_for
 
 REPO = Path(__file__).resolve().parents[1]

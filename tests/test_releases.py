@@ -19,8 +19,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "benchmarks"))
 import builders  # noqa: E402
 
-from pointfail.benchmarks import BenchmarkError, load  # noqa: E402
-from pointfail.benchmarks.archive import CACHE_DIR  # noqa: E402
+from pointfail.inputs.benchmarks import BenchmarkError, load  # noqa: E402
+from pointfail.inputs.benchmarks.archive import CACHE_DIR  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 HUB_DIR = REPO / "tests" / "fixtures" / "standin_hub"
@@ -79,7 +79,7 @@ def test_published_point_bench_problems_name_the_row_the_file_and_the_layout(tmp
 
 
 def test_a_hostile_archive_stops_the_load_with_its_one_line(tmp_path):
-    from pointfail.testing.standin import zip_bytes
+    from pointfail.generated.testing.standin import zip_bytes
 
     pub = builders.point_bench_published(tmp_path / "pub")
     (pub / "selected_images.zip").write_bytes(zip_bytes({"selected_images/../../x.png": b"1"}, folders=False))
@@ -135,7 +135,7 @@ def test_evaluate_with_data_reads_the_published_files(tmp_path):
 def _documented_release():
     """The stand-in hub's dataset folder -> the loader's RELEASE patterns (PointerBench's one hub
     repository holds its three subsets)."""
-    from pointfail.benchmarks import point_bench, pointerbench, refspatial, screenspot_pro, where2place
+    from pointfail.inputs.benchmarks import point_bench, pointerbench, refspatial, screenspot_pro, where2place
 
     return {"point-bench": point_bench.RELEASE, "where2place": where2place.RELEASE, "refspatial": refspatial.RELEASE,
             "screenspot-pro": screenspot_pro.RELEASE, "pointerbench": pointerbench.RELEASE}
@@ -157,8 +157,8 @@ def test_stand_in_hub_serves_each_benchmark_as_documented(bench):
 
 
 def test_stand_in_point_bench_archives_nest_members_per_category():
-    from pointfail.benchmarks.archive import read_members
-    from pointfail.benchmarks.point_bench import CATEGORIES
+    from pointfail.inputs.benchmarks.archive import read_members
+    from pointfail.inputs.benchmarks.point_bench import CATEGORIES
 
     folder = HUB_DIR / "datasets" / "point-bench"
     rows = json.loads((folder / "data.json").read_text(encoding="utf-8"))
@@ -206,8 +206,8 @@ def test_fetch_from_the_stand_in_hub_then_check(tmp_path, bench, expect):
     """`pointfail data fetch B --to DIR --revision C` with the real huggingface_hub client against the
     stand-in hub on loopback (HF_ENDPOINT), then `pointfail data check B DIR` on what arrived: only the
     benchmark's own files (a PointerBench subset fetches its folder of the shared repository)."""
-    from pointfail.benchmarks.fetch import SOURCES
-    from pointfail.testing.hub import StandInHub
+    from pointfail.inputs.benchmarks.fetch import SOURCES
+    from pointfail.generated.testing.hub import StandInHub
 
     out = tmp_path / "data"
     with StandInHub.from_directory(HUB_DIR) as hub:
@@ -234,7 +234,7 @@ def test_refspatial_unseen_samples_carry_the_publishers_warning_in_the_hit_rate_
     """The rehearsal's records count RefSpatial-Bench's two Unseen samples: headline.md and outcomes.md
     carry the publisher's warning with that count; a study without Unseen samples carries none."""
     from pointfail.aggregate import aggregate
-    from pointfail.benchmarks.refspatial import UNSEEN_WARNING
+    from pointfail.inputs.benchmarks.refspatial import UNSEEN_WARNING
 
     study = tmp_path / "s"
     shutil.copytree(REPO / "records/pointfail-vlm-rehearsal", study, ignore=shutil.ignore_patterns("tables"))

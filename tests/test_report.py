@@ -12,7 +12,7 @@ from PIL import Image
 from pointfail.aggregate import aggregate, load_study
 from pointfail.cli import main
 from pointfail.records import write_records
-from pointfail.report import NOTEBOOK_PATH, SEGMENTS, gallery_examples, profile_counts, reproduce_notebook
+from pointfail.outputs.report import NOTEBOOK_PATH, SEGMENTS, gallery_examples, profile_counts, reproduce_notebook
 from test_aggregate import rec, toy_study
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ def test_gallery_examples_and_images(tmp_path: Path) -> None:
     Image.new("RGB", (100, 100), (0, 0, 255)).save(checkout / "images" / "s1.png")
     img_study = checkout / "records" / "img"
     write_records(img_study / "m" / "b.jsonl", [rec("m", "b", "s1", "hit")])
-    from pointfail.report import gallery_png
+    from pointfail.outputs.report import gallery_png
 
     gallery_png(img_study, tmp_path / "g.png", "t")
     with Image.open(tmp_path / "g.png") as im:
@@ -106,7 +106,7 @@ def test_gallery_says_which_command_brings_missing_images(tmp_path: Path, monkey
         return orig(self, x, y, s, *a, **k)
 
     monkeypatch.setattr(matplotlib.axes.Axes, "text", spy)
-    from pointfail.report import gallery_png
+    from pointfail.outputs.report import gallery_png
 
     gallery_png(study, tmp_path / "g.png", "t")
     notes = [t.replace("\n", " ") for t in texts if t.startswith("image not available")]
@@ -215,8 +215,8 @@ def test_report_and_browser_count_the_same_records_and_say_what(tmp_path: Path) 
     import re
 
     from pointfail.aggregate import build_tables
-    from pointfail.report import failure_profile_html
-    from pointfail.view import build_site
+    from pointfail.outputs.report import failure_profile_html
+    from pointfail.outputs.view import build_site
 
     study = Path(__file__).resolve().parents[1] / "records" / "default"
     loaded = load_study(study)

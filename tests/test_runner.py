@@ -290,7 +290,7 @@ def test_missing_generated_data_names_make_data_and_the_no_docker_command(tmp_pa
     failure browser does for the same folder)."""
     from pathlib import Path
 
-    from pointfail.study import Roots
+    from pointfail.inputs.study import Roots
     from pointfail_runner.study import load_study, missing_inputs
 
     repo = Path(__file__).resolve().parents[1]

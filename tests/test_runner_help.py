@@ -79,8 +79,8 @@ def test_top_level_help_is_plain_and_lists_every_command(capsys):
 
 
 def test_init_writes_a_study_the_parser_accepts(tmp_path, capsys):
-    from pointfail.study import ServerModel, load_study
-    from pointfail.suites import generate_command
+    from pointfail.inputs.study import ServerModel, load_study
+    from pointfail.generated.suites import generate_command
 
     out = tmp_path / "records" / "my-study" / "study.toml"
     assert main(["--repo", str(REPO), "init", "--name", "my-study", "--out", str(out)]) == 0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.benchmarks import AXES, load
-from pointfail.benchmarks.official import prediction_box, prediction_point, score_pointerbench_predictions
+from pointfail.inputs.benchmarks import AXES, load
+from pointfail.official import prediction_box, prediction_point, score_pointerbench_predictions
 from pointfail.cli import main
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")

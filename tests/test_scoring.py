@@ -352,11 +352,11 @@ def test_build_record_scored_outcomes_have_no_error(study_files):
 
 
 def _fake_official(monkeypatch, fn):
-    import pointfail.benchmarks as pkg
+    import pointfail.inputs.benchmarks as pkg
 
-    mod = types.ModuleType("pointfail.benchmarks.official")
+    mod = types.ModuleType("pointfail.official")
     mod.official_score = fn
-    monkeypatch.setitem(sys.modules, "pointfail.benchmarks.official", mod)
+    monkeypatch.setitem(sys.modules, "pointfail.official", mod)
     monkeypatch.setattr(pkg, "official", mod, raising=False)
 
 

@@ -1,4 +1,4 @@
-"""The served backend against the scripted loopback OpenAI-compatible server (pointfail.testing.openai_fake):
+"""The served backend against the scripted loopback OpenAI-compatible server (pointfail.generated.testing.openai_fake):
 retries, refusals, errors, resumption after kill -9, structured output, and the frame the server saw."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from pointfail.frames import smart_resize
 from pointfail.prompts import build_prompt
 from pointfail.records import ImageRef, Response, Sample, Target
 from pointfail.scoring import build_record
-from pointfail.served.backend import ServerCheckFailed, ServerUnavailable, run_served
-from pointfail.served.inputs import PixelBudget, documented_downscale, plan_input
-from pointfail.served.options import ServedOptions, response_format
-from pointfail.study import model_spec
-from pointfail.testing.openai_fake import Action, FakeOpenAI, qwen_tokens
+from pointfail.running.served.backend import ServerCheckFailed, ServerUnavailable, run_served
+from pointfail.running.served.inputs import PixelBudget, documented_downscale, plan_input
+from pointfail.running.served.options import ServedOptions, response_format
+from pointfail.inputs.study import model_spec
+from pointfail.generated.testing.openai_fake import Action, FakeOpenAI, qwen_tokens
 
 FAST = dict(backoff_initial=0.01, backoff_max=0.05)
 
@@ -148,7 +148,7 @@ def test_refused_connection_and_silent_host_stop_in_seconds(tmp_path, small_png)
     import socket
 
     req = _requests(tmp_path / "req.jsonl", small_png, 2)
-    from pointfail.testing.transformers_serve import free_port
+    from pointfail.generated.testing.transformers_serve import free_port
 
     port = free_port()  # nothing listens there
     t0 = time.monotonic()
@@ -225,8 +225,8 @@ def test_responses_go_through_the_job_files_module(tmp_path, small_png):
     """Served responses are job responses: written by jobs.ResponseWriter (one writer per file: a second
     run on the same file is refused while one holds it), read back by jobs.read_responses with their
     "served" object, and a reply the job format refuses becomes that sample's error response."""
-    from pointfail.jobs import ResponseWriter, read_responses
-    from pointfail.worker import WorkerError
+    from pointfail.running.jobs import ResponseWriter, read_responses
+    from pointfail.running.worker import WorkerError
 
     req = _requests(tmp_path / "req.jsonl", small_png, 3)
     out = tmp_path / "resp.jsonl"
@@ -264,7 +264,7 @@ def test_kill_9_and_rerun_loses_nothing(tmp_path, small_png):
 
     with FakeOpenAI(script, model="m", latency=0.05) as fk:
         opts = json.dumps({"concurrency": 4, "backoff_initial": 0.01, "backoff_max": 0.05})
-        cmd = [sys.executable, "-m", "pointfail.served", "--base-url", fk.url, "--model", "m", "--family",
+        cmd = [sys.executable, "-m", "pointfail.running.served", "--base-url", fk.url, "--model", "m", "--family",
                "json_pixels", "--requests", str(req), "--responses", str(out), "--options", opts, "--no-progress"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60

@@ -90,8 +90,8 @@ def _comparable(record) -> str:
 
 @pytest.fixture(scope="module")
 def served_env(tmp_path_factory):
-    from pointfail.testing.tiny import build_qwen2_5_vl
-    from pointfail.testing.transformers_serve import TransformersServe
+    from pointfail.generated.testing.tiny import build_qwen2_5_vl
+    from pointfail.generated.testing.transformers_serve import TransformersServe
 
     root = tmp_path_factory.mktemp("served_runner")
     os.chmod(root, 0o755)

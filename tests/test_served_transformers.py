@@ -20,9 +20,9 @@ from pointfail.families import get_family
 from pointfail.prompts import build_prompt
 from pointfail.records import ImageRef, Response, Sample, Target
 from pointfail.scoring import build_record
-from pointfail.served.backend import run_served
-from pointfail.served.options import ServedOptions
-from pointfail.study import model_spec
+from pointfail.running.served.backend import run_served
+from pointfail.running.served.options import ServedOptions
+from pointfail.inputs.study import model_spec
 
 pytestmark = pytest.mark.slow
 
@@ -40,8 +40,8 @@ SIZES = [(1024, 768), (640, 480), (200, 100), (37, 300), (3840, 2160), (112, 84)
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    from pointfail.testing.tiny import build_qwen2_5_vl
-    from pointfail.testing.transformers_serve import TransformersServe
+    from pointfail.generated.testing.tiny import build_qwen2_5_vl
+    from pointfail.generated.testing.transformers_serve import TransformersServe
 
     root = tmp_path_factory.mktemp("served")
     ckpt = build_qwen2_5_vl(root / "ckpt", plain=True)
@@ -86,8 +86,8 @@ def _comparable(record) -> str:
 
 @pytest.fixture(scope="module")
 def worker_lines(env):
-    from pointfail.backends.qwen2_5_vl import load
-    from pointfail.worker import run_worker
+    from pointfail.running.backends.qwen2_5_vl import load
+    from pointfail.running.worker import run_worker
 
     out = env["root"] / "worker.jsonl"
     run_worker(load(env["ckpt"], "cpu"), env["req"], out, batch_size=1)
@@ -141,7 +141,7 @@ def test_a_server_with_a_smaller_budget_is_observed_and_scored_in_the_frame_it_u
     usage.prompt_tokens and records the server's size, which is the checkpoint's smart_resize of the
     image sent, never the assumed one; where that equals the checkpoint's resize of the original, it
     is exactly what the in-process backend records."""
-    from pointfail.served.inputs import PixelBudget
+    from pointfail.running.served.inputs import PixelBudget
 
     srv = env["srv"]
     out = env["root"] / "served_family_budget.jsonl"
@@ -173,7 +173,7 @@ def test_preflight_and_the_servers_own_message_against_transformers_serve(env):
     """A wrong model name: the pre-flight stops before the first request naming the path the server is
     pinned to; with the pre-flight off, the server's 400 keeps its reason (transformers serve's body has
     no ``error`` key, so openai's own message would be only "Error code: 400")."""
-    from pointfail.served.backend import ServerCheckFailed
+    from pointfail.running.served.backend import ServerCheckFailed
 
     srv = env["srv"]
     out = env["root"] / "wrong_name.jsonl"

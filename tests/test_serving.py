@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pointfail.jobs import JobBusy, JobLock, read_responses
-from pointfail.study import parse_study
-from pointfail.testing.openai_fake import FakeOpenAI
+from pointfail.running.jobs import JobBusy, JobLock, read_responses
+from pointfail.inputs.study import parse_study
+from pointfail.generated.testing.openai_fake import FakeOpenAI
 from pointfail_runner import cli, locks, serving
 from pointfail_runner.container import JobPaths, container_user
 from pointfail_runner.study import StudyError, run_study
@@ -49,7 +49,7 @@ def test_vllm_command_carries_the_declared_pixel_budget():
 
 def test_transformers_serve_command_and_model_name():
     m = _model('{ engine = "transformers", image = "qwen2_5_vl" }')
-    assert serving.transformers_argv(m)[:4] == ["/opt/venv/bin/python", "-m", "pointfail.served.transformers_server",
+    assert serving.transformers_argv(m)[:4] == ["/opt/venv/bin/python", "-m", "pointfail.running.served.transformers_server",
                                                 "/weights"]
     assert serving.served_name(m) == "/weights"  # transformers serve is pinned to the checkpoint path
 

@@ -57,7 +57,7 @@ def study_env(tmp_path_factory):
     import numpy as np
     from PIL import Image
 
-    from pointfail.testing.tiny import build_qwen2_5_vl
+    from pointfail.generated.testing.tiny import build_qwen2_5_vl
 
     root = tmp_path_factory.mktemp("serving15")
     build_qwen2_5_vl(root / "weights" / "tiny", plain=True)

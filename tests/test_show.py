@@ -91,14 +91,14 @@ def test_generate_text_cli_and_regenerate(tmp_path, capsys):
 def test_generate_dispatches_lazily_and_reports_a_missing_kind(monkeypatch, capsys):
     import sys
 
-    from pointfail import suites
+    from pointfail.generated import suites
 
-    sys.modules.pop("pointfail.suites.text", None)
+    sys.modules.pop("pointfail.generated.suites.text", None)
     parser = cli.build_parser()
-    assert "pointfail.suites.text" not in sys.modules  # building the CLI imports no generator
+    assert "pointfail.generated.suites.text" not in sys.modules  # building the CLI imports no generator
     monkeypatch.setitem(suites.KINDS, "nosuchkind", "a kind without a module")
     assert cli.main(["generate", "nosuchkind", "--n", "1"]) == 1
-    assert "pointfail.suites.nosuchkind" in capsys.readouterr().err
+    assert "pointfail.generated.suites.nosuchkind" in capsys.readouterr().err
     del parser
 
 
@@ -110,7 +110,7 @@ def test_generate_requires_out(capsys):
 
 
 def test_generate_with_a_missing_font_fails_clearly(monkeypatch, tmp_path, capsys):
-    from pointfail.suites import fonts
+    from pointfail.generated.suites import fonts
 
     monkeypatch.setattr(fonts, "FONT_DIRS", (str(tmp_path / "nofonts"),))
     monkeypatch.setenv("POINTFAIL_FONT_DIR", "")

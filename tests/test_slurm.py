@@ -74,7 +74,7 @@ def test_batch_script_directives_and_runtimes(tmp_path):
     binds = [a[i + 1] for i, x in enumerate(a) if x == "--bind"]
     assert f"{run.root}/center/shards/{{index}}/requests:/requests:ro" in binds
     assert f"{run.root}/center/shards/{{index}}/out:/job:rw" in binds
-    assert a[a.index("/img/c.sif") + 1:a.index("/img/c.sif") + 4] == ["/opt/venv/bin/python", "-m", "pointfail.worker"]
+    assert a[a.index("/img/c.sif") + 1:a.index("/img/c.sif") + 4] == ["/opt/venv/bin/python", "-m", "pointfail.running.worker"]
     with pytest.raises(pmod.PlanError, match="one --option per entry"):
         slurm.batch_script(slurm.SlurmSettings(sbatch_args=["--x\n#SBATCH --y"]), plan, run, m, _mr("x"), [0])
 
@@ -112,7 +112,7 @@ time.sleep(60)
            f"{shard}/no-weights:/weights:ro" in argv
     assert {"--container-readonly", "--no-container-remap-root", "--no-container-mount-home"} <= set(argv)
     w = argv.index("/opt/venv/bin/python")
-    assert argv[w:w + 7] == ["/opt/venv/bin/python", "-m", "pointfail.worker", "--family", "center", "--weights",
+    assert argv[w:w + 7] == ["/opt/venv/bin/python", "-m", "pointfail.running.worker", "--family", "center", "--weights",
                              "/weights"]
     assert argv.count("--requests") == 2 and "/requests/beta.jsonl" in argv
     events = [json.loads(x) for x in (shard / "attempts.jsonl").read_text().splitlines()]

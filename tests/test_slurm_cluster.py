@@ -109,7 +109,7 @@ def _squeue(cluster, *job_ids: str) -> Optional[dict[tuple[str, int], str]]:
 
 
 def _answered(run, model: str, index: int, plan) -> int:
-    from pointfail.jobs import read_responses
+    from pointfail.running.jobs import read_responses
     from pointfail_runner.container import JobPaths
 
     p = JobPaths(run.shard(model, index))

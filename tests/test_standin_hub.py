@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.studylock import read_lock, verify_tree
-from pointfail.testing.hub import HubRepo, StandInHub, git_blob_id, load_catalog
+from pointfail.inputs.studylock import read_lock, verify_tree
+from pointfail.generated.testing.hub import HubRepo, StandInHub, git_blob_id, load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 HUB_DIR = REPO / "tests" / "fixtures" / "standin_hub"
@@ -73,7 +73,7 @@ def test_catalogue_labels_every_repository_a_stand_in():
 
 
 def _missing_commands(checkout: Path) -> list[str]:
-    from pointfail.study import Roots
+    from pointfail.inputs.study import Roots
     from pointfail_runner.study import load_study, missing_inputs
 
     study = load_study(checkout / "records/pointfail-vlm/study.toml")
@@ -143,17 +143,17 @@ def test_stand_in_checkpoints_answer_in_their_family_format(name, tmp_path):
     trust_remote_code) and writes its wired answer, which the family's parser reads as one point."""
     from PIL import Image
 
-    from pointfail.backends.base import WorkItem
+    from pointfail.running.backends.base import WorkItem
     from pointfail.families import get_family
-    from pointfail.testing.standin import ANSWERS, MODELS
+    from pointfail.generated.testing.standin import ANSWERS, MODELS
 
     family = MODELS[name][0]
     import importlib
 
-    backend = importlib.import_module(f"pointfail.backends.{family}")
+    backend = importlib.import_module(f"pointfail.running.backends.{family}")
     kw = {}
     if family == "molmo":  # remote code: a pinned revision and a manifest of the exact files
-        from pointfail.backends.manifest import write_weights_manifest
+        from pointfail.running.backends.manifest import write_weights_manifest
 
         write_weights_manifest(HUB_DIR / "models" / name, tmp_path / "manifest.json")
         kw = {"revision": "a" * 40, "weights_manifest": str(tmp_path / "manifest.json")}
@@ -172,9 +172,9 @@ def test_stand_in_checkpoints_answer_in_their_family_format(name, tmp_path):
 
 @pytest.mark.slow
 def test_committed_stand_in_hub_rebuilds_byte_for_byte(tmp_path):
-    """tests/fixtures/standin_hub is what `python -m pointfail.testing.standin` writes (seeded scenes
+    """tests/fixtures/standin_hub is what `python -m pointfail.generated.testing.standin` writes (seeded scenes
     and weights; pinned Pillow, torch and transformers)."""
-    from pointfail.testing.standin import build_catalog
+    from pointfail.generated.testing.standin import build_catalog
 
     out = build_catalog(tmp_path / "hub")
     committed = {p.relative_to(HUB_DIR).as_posix(): p.read_bytes() for p in HUB_DIR.rglob("*") if p.is_file()}

@@ -1,4 +1,4 @@
-"""The one study model (``pointfail.study``): names are identifiers, paths stay inside their roots,
+"""The one study model (``pointfail.inputs.study``): names are identifiers, paths stay inside their roots,
 types and ranges are checked, and every error names the file, the key and the rule."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pointfail.study import (
+from pointfail.inputs.study import (
     NAME_PATTERN,
     ContainerModel,
     Roots,
@@ -166,7 +166,7 @@ def test_served_model_needs_a_server_or_serve():
 
 
 def test_model_spec_validates_one_table_as_the_study_does():
-    from pointfail.study import model_spec
+    from pointfail.inputs.study import model_spec
 
     m = model_spec({"kind": "server", "name": "served", "family": "json_pixels", "base_url": "http://h:1/v1",
                     "model": "m", "options": {"concurrency": 2}})

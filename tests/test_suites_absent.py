@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.benchmarks import load
-from pointfail.benchmarks._common import BenchmarkError
+from pointfail.inputs.benchmarks import load
+from pointfail.inputs.benchmarks._common import BenchmarkError
 from pointfail.prompts import build_prompt
-from pointfail.suites import sheets, text
-from pointfail.suites.absent import (
+from pointfail.generated.suites import sheets, text
+from pointfail.generated.suites.absent import (
     ABSENCE_RULE,
     absence_proof,
     absent_indices,
     check_absence_proof,
     make_absent_rows,
 )
-from pointfail.suites.errors import SuiteError
-from pointfail.suites.manifest import verify_manifest
+from pointfail.generated.suites.errors import SuiteError
+from pointfail.generated.suites.manifest import verify_manifest
 
 GRAPH = {
     "schema": "pointfail.scene_graph/1", "image": "0000.png", "width": 1024, "height": 768,

@@ -12,14 +12,14 @@ import zlib
 import pytest
 from PIL import Image, ImageDraw
 
-from pointfail.suites import fonts, rows, scene
-from pointfail.suites.errors import FontMissingError, SuiteError
-from pointfail.suites.fonts import load_font
-from pointfail.suites.manifest import verify_manifest
-from pointfail.suites.painter import TextPainter
-from pointfail.suites.rows import SampleSpec, build_row
-from pointfail.suites.scene import Element, Scene, require_unique
-from pointfail.suites.writer import generate_suite, png_bytes
+from pointfail.generated.suites import fonts, rows, scene
+from pointfail.generated.suites.errors import FontMissingError, SuiteError
+from pointfail.generated.suites.fonts import load_font
+from pointfail.generated.suites.manifest import verify_manifest
+from pointfail.generated.suites.painter import TextPainter
+from pointfail.generated.suites.rows import SampleSpec, build_row
+from pointfail.generated.suites.scene import Element, Scene, require_unique
+from pointfail.generated.suites.writer import generate_suite, png_bytes
 
 
 def _chunks(png: bytes) -> list[str]:
@@ -47,7 +47,7 @@ def test_png_bytes_have_no_ancillary_chunks_and_are_stable():
 
 
 def test_sample_rng_is_independent_of_hash_seed():
-    code = "from pointfail.suites.rows import sample_rng; print(sample_rng('text', 7, 3, 1).random())"
+    code = "from pointfail.generated.suites.rows import sample_rng; print(sample_rng('text', 7, 3, 1).random())"
     outs = set()
     for hs in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=hs)
@@ -226,7 +226,7 @@ def test_png_crc_is_valid():
 
 def test_prefix_lengths_equal_getlength_exactly():
     """The linear-time prefix widths equal FreeType's own (26.6 fixed point, so exactly)."""
-    from pointfail.suites import corpus
+    from pointfail.generated.suites import corpus
 
     painter = TextPainter()
     for name, size in (("dejavu-serif", 17), ("liberation-sans", 13), ("liberation-mono", 15)):
@@ -253,7 +253,7 @@ def test_suites_are_byte_identical_across_processes_and_hash_seeds(tmp_path):
     (no dependence on set/dict iteration order or process state)."""
     code = (
         "import json, sys\n"
-        "from pointfail.suites import sheets, text\n"
+        "from pointfail.generated.suites import sheets, text\n"
         "out = sys.argv[1]\n"
         "a = sheets.generate(out + '/s', n=2, seed=13)['files']\n"
         "b = text.generate(out + '/t', n=2, seed=13)['files']\n"
@@ -280,7 +280,7 @@ def test_category_schedule_quotas(pointerbench_dir):
     import collections
     import json
 
-    from pointfail.suites import sheets
+    from pointfail.generated.suites import sheets
 
     weights = {c: w for c, (_, w) in sheets.CATEGORY_WEIGHTS.items()}
     real = collections.Counter(
@@ -294,7 +294,7 @@ def test_verify_regenerate_passes_the_recorded_generator_args(tmp_path, monkeypa
     # reads them back through the module's generator_args and passes them to generate
     import types
 
-    from pointfail.suites import web
+    from pointfail.generated.suites import web
 
     assert web.generator_args({"pages": "/x/pages", "offsets": 2, "n": 5}) == {"pages_spec": "/x/pages",
                                                                               "offsets_per_page": 2}
@@ -317,10 +317,10 @@ def test_verify_regenerate_passes_the_recorded_generator_args(tmp_path, monkeypa
         return SampleSpec(Scene(im, [Element("box:0", "box", [x, 100, x + 41, 141])]), "box:0", "Click the red box.",
                           "point", {"category": "box"})
 
-    fake = types.ModuleType("pointfail.suites.fake")
+    fake = types.ModuleType("pointfail.generated.suites.fake")
     fake.generate = fake_generate
     fake.generator_args = lambda m: {"scale": m["scale"]}
-    monkeypatch.setitem(sys.modules, "pointfail.suites.fake", fake)
+    monkeypatch.setitem(sys.modules, "pointfail.generated.suites.fake", fake)
     m = fake_generate(tmp_path / "s", n=1, seed=1, scale=3)
     (tmp_path / "s/manifest.json").write_text(json.dumps(m))
     assert verify_manifest(tmp_path / "s", regenerate=True).ok
@@ -335,7 +335,7 @@ def test_content_sha256_hashes_pixels_not_png_encoding(tmp_path):
     import hashlib
     import io
 
-    from pointfail.suites.manifest import content_sha256, file_content_sha256
+    from pointfail.generated.suites.manifest import content_sha256, file_content_sha256
 
     im = Image.new("RGB", (4, 2), (10, 20, 30))
     im.putpixel((3, 1), (200, 0, 0))
@@ -367,7 +367,7 @@ def test_content_sha256_hashes_pixels_not_png_encoding(tmp_path):
 
 
 def test_compare_manifests_separates_content_from_environment():
-    from pointfail.suites.manifest import compare_manifests
+    from pointfail.generated.suites.manifest import compare_manifests
 
     base = {"schema": "pointfail.suite_manifest/2", "suite": "web", "generator": "pointfail.suites.web", "seed": 1,
             "n": 2, "files": {"data/test/0000.png": "aa" * 32, "data/test/metadata.jsonl": "bb" * 32},

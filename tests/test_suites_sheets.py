@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from pointfail.suites import sheets
-from pointfail.suites.errors import SuiteError
-from pointfail.suites.painter import TextPainter
-from pointfail.suites.rows import build_row, sample_rng
-from pointfail.suites.sheets import CATEGORY_WEIGHTS, COLORS, STYLES, col_name
+from pointfail.generated.suites import sheets
+from pointfail.generated.suites.errors import SuiteError
+from pointfail.generated.suites.painter import TextPainter
+from pointfail.generated.suites.rows import build_row, sample_rng
+from pointfail.generated.suites.sheets import CATEGORY_WEIGHTS, COLORS, STYLES, col_name
 
 PAINTER = TextPainter()
 

@@ -8,11 +8,11 @@ import unicodedata
 
 import pytest
 
-from pointfail.suites import corpus, text
-from pointfail.suites.errors import SuiteError
-from pointfail.suites.painter import TextPainter
-from pointfail.suites.rows import build_row, sample_rng
-from pointfail.suites.text import CATEGORY_WEIGHTS, PUNCT_NAMES, split_token
+from pointfail.generated.suites import corpus, text
+from pointfail.generated.suites.errors import SuiteError
+from pointfail.generated.suites.painter import TextPainter
+from pointfail.generated.suites.rows import build_row, sample_rng
+from pointfail.generated.suites.text import CATEGORY_WEIGHTS, PUNCT_NAMES, split_token
 
 PAINTER = TextPainter()
 QUOTED = re.compile(r"[\"'`«]([^\"'`»]+)[\"'`»]")
@@ -61,7 +61,7 @@ def suite(tmp_path_factory):
 def test_language_mix_is_exact():
     """The suite's languages follow the schedule: of 20 samples, 20 * 5/10 = 10 English and
     20 * 1/10 = 2 of each other language."""
-    from pointfail.suites.rows import category_schedule
+    from pointfail.generated.suites.rows import category_schedule
 
     langs = category_schedule(dict(zip(corpus.LANGUAGES, corpus.LANGUAGE_WEIGHTS)), 20, "text-language", 1)
     assert sorted(langs) == sorted(["en"] * 10 + ["de", "fr", "es", "it", "nl"] * 2)

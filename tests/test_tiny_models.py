@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from pointfail.records import canonical_json
-from pointfail.worker import run_worker
+from pointfail.running.worker import run_worker
 
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
@@ -54,7 +54,7 @@ EXPECTED_INPUT = {
     "molmo2": [[84, 56], [56, 84], [84, 56]],
 }
 def _tiny_families() -> list[str]:
-    from pointfail.testing.tiny import tiny_families
+    from pointfail.generated.testing.tiny import tiny_families
 
     return sorted(tiny_families())
 
@@ -66,7 +66,7 @@ FAMILIES = _tiny_families()
 
 def _needs(family: str) -> None:
     if family == "molmo2":
-        from pointfail.backends.hf import torchvision_available
+        from pointfail.running.backends.hf import torchvision_available
 
         if not torchvision_available():
             pytest.skip("Molmo2's image processor needs torchvision, which is not installed here")
@@ -74,7 +74,7 @@ def _needs(family: str) -> None:
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    from pointfail.testing import tiny
+    from pointfail.generated.testing import tiny
 
     cache: dict[str, Path] = {}
 
@@ -117,7 +117,7 @@ def test_tiny_checkpoint_through_worker(family, checkpoints, images, tmp_path):
     ckpt = checkpoints(family)
     assert (ckpt / "config.json").is_file() and (ckpt / "model.safetensors").is_file()
     assert sum(f.stat().st_size for f in ckpt.iterdir()) < 5_000_000
-    backend = importlib.import_module(f"pointfail.backends.{family}").load(str(ckpt), "cpu")
+    backend = importlib.import_module(f"pointfail.running.backends.{family}").load(str(ckpt), "cpu")
     req = _write(tmp_path / "requests.jsonl", images)
 
     batched = tmp_path / "batched.jsonl"
@@ -153,7 +153,7 @@ def test_molmo2_input_size_is_the_canvas_the_processor_tiled(checkpoints):
     patches, and ``image_num_crops`` is tiles + 1 (the low-res view)."""
     _needs("molmo2")
     ckpt = checkpoints("molmo2")
-    backend = importlib.import_module("pointfail.backends.molmo2").load(str(ckpt), "cpu")
+    backend = importlib.import_module("pointfail.running.backends.molmo2").load(str(ckpt), "cpu")
     imgs = [Image.new("RGB", wh, (10, 20, 30)) for wh in SIZES]
     inputs = backend.processor.image_processor(images=imgs, return_tensors="pt")
     # low-res view: 56 px -> 4 patches -> ceil(4 / 2) = 2 pooled rows and cols.
@@ -179,7 +179,7 @@ def test_killed_worker_resumes_every_sample_exactly_once(checkpoints, tmp_path):
                      "task": "point", "max_new_tokens": 32})
     req = _write(tmp_path / "requests.jsonl", rows)
     resp = tmp_path / "out" / "responses.jsonl"
-    cmd = [sys.executable, "-m", "pointfail.worker", "--family", "qwen2_5_vl", "--weights", str(ckpt),
+    cmd = [sys.executable, "-m", "pointfail.running.worker", "--family", "qwen2_5_vl", "--weights", str(ckpt),
            "--requests", str(req), "--responses", str(resp), "--batch-size", "1", "--device", "cpu"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:

@@ -18,10 +18,19 @@ from PIL import Image
 
 from pointfail.cli import main
 from pointfail.families import get_family
-from pointfail.judge.render import GREEN, ORANGE, RED, TINT_ALPHA, annotation, marker_radius, render_annotated, tint_layer
+from pointfail.running.judges.render import (
+    GREEN,
+    ORANGE,
+    RED,
+    TINT_ALPHA,
+    annotation,
+    marker_radius,
+    render_annotated,
+    tint_layer,
+)
 from pointfail.records import Target, write_records
-from pointfail.view import build_site
-from pointfail.view.images import missing_image_hint, resolve_inside
+from pointfail.outputs.view import build_site
+from pointfail.outputs.view.images import missing_image_hint, resolve_inside
 from test_aggregate import rec, toy_study
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,7 +227,7 @@ def test_family_spans_point_at_the_parsed_text() -> None:
 
 
 def test_serve_maps_urls_into_the_site_only(tmp_path: Path) -> None:
-    from pointfail.view.serve import make_server
+    from pointfail.outputs.view.serve import make_server
 
     site = tmp_path / "site"
     site.mkdir()
@@ -260,7 +269,7 @@ def test_the_no_docker_command_renders_the_committed_suite(tmp_path) -> None:
     import shlex
 
     from pointfail.cli import main
-    from pointfail.suites.manifest import compare_manifests, read_manifest
+    from pointfail.generated.suites.manifest import compare_manifests, read_manifest
 
     hint = missing_image_hint(REPO / "records" / "default", "text")
     cmd = hint.split("without Docker `")[1].rstrip("`")

@@ -37,8 +37,8 @@ pytestmark = [pytest.mark.slow, needs_chromium]
 
 @pytest.fixture(scope="module")
 def study_site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from pointfail.suites import sheets
-    from pointfail.view import build_site
+    from pointfail.generated.suites import sheets
+    from pointfail.outputs.view import build_site
 
     root = tmp_path_factory.mktemp("checkout")
     study = root / "records" / "default"
@@ -272,7 +272,7 @@ def test_missing_images_say_which_command_brings_them(study_site: dict[str, Any]
 
 
 def test_served_on_loopback(study_site: dict[str, Any], page: Any) -> None:
-    from pointfail.view.serve import make_server
+    from pointfail.outputs.view.serve import make_server
 
     httpd = make_server(study_site["site"], 0)
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -291,7 +291,7 @@ def test_served_on_loopback(study_site: dict[str, Any], page: Any) -> None:
 def test_reply_text_is_never_markup(tmp_path: Path, browser: Any) -> None:
     """A reply and a judge reply holding HTML are shown as text: no element is created from them."""
     from pointfail.records import JudgeAttempt, Judgment, write_records
-    from pointfail.view import build_site
+    from pointfail.outputs.view import build_site
     from test_aggregate import rec
 
     hostile = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'

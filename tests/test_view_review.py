@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, needs_chromium]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from pointfail.view import build_site
+    from pointfail.outputs.view import build_site
 
     root = tmp_path_factory.mktemp("review")
     study = make_study(root, n_misses=6)  # oracle labels O, I, C, H, O, I for miss-000..005
@@ -142,7 +142,7 @@ def test_filters_and_the_stratified_sample(site, context):
 
 
 def test_under_the_loopback_server(site, context):
-    from pointfail.view.serve import make_server
+    from pointfail.outputs.view.serve import make_server
 
     httpd = make_server(site["site"])
     t = threading.Thread(target=httpd.serve_forever, daemon=True)

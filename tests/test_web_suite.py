@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pointfail.suites import fonts, manifest as suite_manifest, web
+from pointfail.generated.suites import fonts, manifest as suite_manifest, web
 
 pytestmark = pytest.mark.skipif(
     not Path(web.CHROMIUM).exists() or shutil.which("dpkg-query") is None,

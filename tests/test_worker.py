@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from pointfail.records import canonical_json
-from pointfail.worker import WorkerError, answered_ids, load_backend, read_requests, run_worker
+from pointfail.running.worker import WorkerError, answered_ids, load_backend, read_requests, run_worker
 
 
 def _write_requests(path: Path, rows: list[dict]) -> None:
@@ -120,7 +120,7 @@ def _run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedP
     env = dict(os.environ)
     env.pop("HF_HUB_OFFLINE", None)  # the worker sets it itself
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "pointfail.worker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pointfail.running.worker", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
 
@@ -147,7 +147,7 @@ def test_a_full_disk_ends_the_worker_in_one_line_and_keeps_what_was_written(job,
     no traceback; the lines fsynced before stay, and a rerun answers the rest exactly once."""
     import errno
 
-    from pointfail import worker
+    from pointfail.running import worker
 
     _, req, resp = job
     real_fsync, calls = os.fsync, []

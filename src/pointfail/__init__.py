@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "TargetRegion": "pointfail.geometry:TargetRegion",
     "load_mask": "pointfail.geometry:load_mask",
     # benchmarks and prompts
-    "load_benchmark": "pointfail.benchmarks:load",
+    "load_benchmark": "pointfail.inputs.benchmarks:load",
     "build_prompt": "pointfail.prompts:build_prompt",
     "strip_directives": "pointfail.prompts:strip_directives",
 }

@@ -1,5 +1,5 @@
 """Extension discovery: one rule for every registry that is "a file in a folder" (model families in
-:mod:`pointfail.families`, judge kinds in :mod:`pointfail.judge.kinds`).
+:mod:`pointfail.families`, judge kinds in :mod:`pointfail.running.judges.kinds`).
 
 A registry package's modules are imported in name order, skipping names that start with ``_``; each
 module that holds an instance of the registry's class under the agreed attribute (``FAMILY``, ``KIND``)

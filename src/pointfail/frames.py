@@ -43,7 +43,7 @@ Decisions, with their sources:
   PointerBench/ScreenSpot convention (the predicted pixel coordinate is compared with the target box
   in pixel units directly).
 * **Original pixels are the pixels received.** When a served model's provider documents downscaling
-  the image (``pointfail.served.inputs``), the model answers in pixels of the image it received; that
+  the image (``pointfail.running.served.inputs``), the model answers in pixels of the image it received; that
   size is recorded as the model-input size and ``pixels_original`` converts with it (``v / Wr``).
   Without one, ``W, H`` are the original's.
 * **Resized-input pixels** need the size the processor actually produced for that image (recorded
@@ -148,7 +148,7 @@ class Frame:
     def _extent(self, image_size, model_input_size) -> tuple[float, float]:
         if self.kind == "pixels_original":
             # pixels of the image the model received: the original, unless a served model's provider
-            # documented downscaling it (pointfail.served.inputs records that size as model_input_size)
+            # documented downscaling it (pointfail.running.served.inputs records that size as model_input_size)
             if model_input_size is not None:
                 return check_size(model_input_size, "model_input_size")
             return check_size(image_size, "image_size")

@@ -166,12 +166,12 @@ class Prompt(_Model):
 
 InputSizeSource = Literal["client_resized", "server_budget", "server_observed", "provider_documented", "original",
                           "unknown"]
-"""How a served sample's model-input size is known (:mod:`pointfail.served.inputs`): ``client_resized``
+"""How a served sample's model-input size is known (:mod:`pointfail.running.served.inputs`): ``client_resized``
 (the client sent the image at the processor's ``smart_resize`` size for the declared pixel budget, so
 the server's resize is the identity), ``server_budget`` (sent at full size; the size is the server's
 ``smart_resize`` under its declared budget), ``server_observed`` (the server's own image-token count
 for the size sent differed from the declared budget's, or no budget was declared, and determined the
-size the server used uniquely: :func:`pointfail.served.inputs.sizes_for_tokens`), ``provider_documented`` (the provider's documented
+size the server used uniquely: :func:`pointfail.running.served.inputs.sizes_for_tokens`), ``provider_documented`` (the provider's documented
 downscaling), ``original`` (the model receives the image as sent, at its original size), ``unknown``
 (no budget declared for a resized-input frame: not guessed)."""
 
@@ -194,11 +194,11 @@ class ServedInfo(_Flagged):
         system_prompt: whether a system message was sent (its text is the preset's or the family's).
         observed_tokens: image tokens the server counted for an image of ``sent_size`` (its
             ``usage.prompt_tokens`` with the image minus without it, less the family's wrapper
-            tokens: :func:`pointfail.served.inputs.image_token_rule`), when the family has a rule and
+            tokens: :func:`pointfail.running.served.inputs.image_token_rule`), when the family has a rule and
             the server reports usage; ``None`` otherwise. observed_size: ``[W, H]`` the token count
             implies (the model-input size the server used), when unique.
         flags: what was repaired in the server's reply when it was read
-            (:mod:`pointfail.served.client`): ``invalid_unicode_replaced``, ``non_finite_usage_dropped``,
+            (:mod:`pointfail.running.served.client`): ``invalid_unicode_replaced``, ``non_finite_usage_dropped``,
             ``content_parts_joined``, ``content_parts_ignored``; left out of the JSON when empty.
     """
 
@@ -289,7 +289,7 @@ class Geometry(_Model):
 
 class OfficialScore(_Model):
     """The benchmark's own rule, computed beside pointfail's outcome and labelled with its source
-    (e.g. ``where2place: mean in-mask over all points``; :mod:`pointfail.benchmarks.official`).
+    (e.g. ``where2place: mean in-mask over all points``; :mod:`pointfail.official`).
 
     score: in [0, 1]; ``None`` when the official script leaves the row out of its mean (``note`` says
         why, e.g. its parser raises on the reply).

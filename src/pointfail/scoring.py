@@ -216,9 +216,9 @@ def absence_count(target_absent: bool, outcome: str, declined: bool) -> Optional
 
 def _official_score(sample: Sample, parse: Optional[ParseResult], region: Optional[TargetRegion],
                     raw_text: Optional[str], family: str) -> Optional[OfficialScore]:
-    """The benchmark's own rule (:func:`pointfail.benchmarks.official.official_score`), reading the raw
+    """The benchmark's own rule (:func:`pointfail.official.official_score`), reading the raw
     reply where the official evaluation parses text itself; ``parse=None`` is a sample with no answer."""
-    from pointfail.benchmarks.official import official_score
+    from pointfail.official import official_score
 
     if region is None:  # an error record: the target was never checked, so an unreadable mask scores nothing
         try:
@@ -250,7 +250,7 @@ def build_record(
 ) -> Record:
     """Turn one worker response into a :class:`~pointfail.records.Record`: parse the raw text with
     the family, score it against the sample's target, and fill the benchmark's official score
-    (when ``pointfail.benchmarks.official`` exists). The judge fields stay empty.
+    (when ``pointfail.official`` exists). The judge fields stay empty.
 
     Args:
         study, model: names used in ``records/<study>/<model>/<benchmark>.jsonl``.

@@ -177,8 +177,8 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
     from . import images as imod
     from .engine import ensure_engine
     from .reproduce import SUITES_IMAGE, make_suites
-    from pointfail.study import Roots, load_study
-    from pointfail.suites.manifest import compare_manifests, read_manifest, verify_manifest
+    from pointfail.inputs.study import Roots, load_study
+    from pointfail.generated.suites.manifest import compare_manifests, read_manifest, verify_manifest
 
     repo = Path(repo).resolve()
     study = load_study(study_file)

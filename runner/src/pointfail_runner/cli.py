@@ -371,7 +371,7 @@ def _add_plan_commands(sub, add) -> None:
 
 
 def _shard(args) -> int:
-    from pointfail.jobs import JobBusy, JobFileError
+    from pointfail.running.jobs import JobBusy, JobFileError
 
     from .container import ContainerFailed
     from .engine import EngineError
@@ -390,7 +390,7 @@ def _shard(args) -> int:
 def _plan_command(args, repo: Path) -> int:
     from tabulate import tabulate
 
-    from pointfail.jobs import JobBusy, JobFileError
+    from pointfail.running.jobs import JobBusy, JobFileError
 
     from .container import ContainerFailed
     from .engine import EngineError

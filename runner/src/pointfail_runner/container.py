@@ -15,7 +15,7 @@ the container can write is ever a path the runner writes through, follows or cha
 
 * ``out/`` is created by the runner and handed to the container user through its open descriptor
   (``fchown``), never by path; nothing inside it is chowned, chmodded, followed or written by the
-  runner. Its responses file is read with :func:`pointfail.jobs.read_responses`: a symlink, FIFO or
+  runner. Its responses file is read with :func:`pointfail.running.jobs.read_responses`: a symlink, FIFO or
   device planted there is refused with a clear error, a hostile line becomes an explained error for
   its sample. Its size is capped (:func:`responses_cap`) and watched while the container runs, inside
   its wall clock: a container whose file grows past the cap (a sparse file costs it nothing) is killed
@@ -177,15 +177,15 @@ class JobResult:
 
 def answered_ids(responses: Path, wanted: Optional[set[str]] = None, deadline: Optional[float] = None) -> set[str]:
     """Sample ids with a response line (answers, error responses and explained invalid lines alike)
-    in ``responses`` (:func:`pointfail.jobs.read_responses`). A final line cut short by a kill is
+    in ``responses`` (:func:`pointfail.running.jobs.read_responses`). A final line cut short by a kill is
     ignored. With ``wanted``, at most :func:`responses_cap` bytes are read (the rest is not); with
     ``deadline`` (``time.monotonic()``), reading stops there (what is not read counts as unanswered
     and is read by the next run).
 
     Raises:
-        pointfail.jobs.JobFileError: the file is a symlink or not a regular file.
+        pointfail.running.jobs.JobFileError: the file is a symlink or not a regular file.
     """
-    from pointfail.jobs import read_responses
+    from pointfail.running.jobs import read_responses
 
     if wanted is None:
         return read_responses(responses).answered
@@ -586,7 +586,7 @@ def _stage(paths: JobPaths, cells: list[tuple[Path, Path, list[dict], Optional[P
     """Stage each cell ``(requests file, responses file, requests, data root, image subfolder)`` of a
     locked job folder: skip answered samples, stage the images, answer unstageable samples with an
     error response, write the pending requests atomically (an empty file when none)."""
-    from pointfail.jobs import JobFileError, JobRequest, ResponseWriter, error_response, write_requests
+    from pointfail.running.jobs import JobFileError, JobRequest, ResponseWriter, error_response, write_requests
 
     job = StagedJob(paths)
     for req_file, resp_file, requests, data_root, subdir in cells:
@@ -629,9 +629,9 @@ def stage_cells(job_dir: Path, cells: dict[str, list[dict]], data_roots: dict[st
 
     Raises:
         ContainerFailed: a runner-owned path is a symlink, or a responses file is not a regular file.
-        pointfail.jobs.JobBusy: another runner holds this job's lock.
+        pointfail.running.jobs.JobBusy: another runner holds this job's lock.
     """
-    from pointfail.jobs import JobLock
+    from pointfail.running.jobs import JobLock
 
     paths = prepare_job_dir(Path(job_dir).resolve())
     with JobLock(paths.lock, "job"):
@@ -667,7 +667,7 @@ def _run_container(client, image: str, kwargs: dict, *, family: str, paths: JobP
     from docker.errors import APIError, NotFound
     from tqdm import tqdm
 
-    from pointfail.jobs import JobFileError
+    from pointfail.running.jobs import JobFileError
 
     total = sum(len(v) for v in wanted.values())
     progs = [_Progress(f, ids) for f, ids in wanted.items()]
@@ -774,9 +774,9 @@ def run_staged(client, image: str, *, family: str, job_dir: Path, cells: dict[st
 
     Raises:
         ContainerFailed: as :func:`run_job`.
-        pointfail.jobs.JobBusy: another runner holds this job's lock.
+        pointfail.running.jobs.JobBusy: another runner holds this job's lock.
     """
-    from pointfail.jobs import JobFileError, JobLock
+    from pointfail.running.jobs import JobFileError, JobLock
 
     paths = prepare_job_dir(Path(job_dir).resolve())
     with JobLock(paths.lock, "job"):
@@ -808,7 +808,7 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             on_progress: Optional[Callable[[int, object], None]] = None,
             fix_permissions: bool = False, weights_root: Optional[Path] = None,
             weights_manifest: Optional[Path] = None) -> JobResult:
-    """Run ``image`` (a family image whose entrypoint is ``python -m pointfail.worker``) over
+    """Run ``image`` (a family image whose entrypoint is ``python -m pointfail.running.worker``) over
     ``requests`` in ``job_dir`` (layout in the module docstring).
 
     Args:
@@ -825,7 +825,7 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
             user, add read (and, for folders, search) permission for others (:func:`grant_read`,
             only inside ``weights_root``) instead of failing.
         weights_root: the declared weights root (``fix_permissions`` never changes anything outside it).
-        weights_manifest: a weights manifest (:mod:`pointfail.backends.manifest`) copied next to the
+        weights_manifest: a weights manifest (:mod:`pointfail.running.backends.manifest`) copied next to the
             requests and passed as ``--weights-manifest`` (remote-code families load only with it).
 
     Returns:
@@ -834,9 +834,9 @@ def run_job(client, image: str, *, family: str, job_dir: Path, requests: list[di
     Raises:
         ContainerFailed: non-zero exit, wall-clock kill, the engine refused to start it, or the
             responses file is a symlink / not a regular file.
-        pointfail.jobs.JobBusy: another runner holds this job's lock.
+        pointfail.running.jobs.JobBusy: another runner holds this job's lock.
     """
-    from pointfail.jobs import JobLock
+    from pointfail.running.jobs import JobLock
 
     paths = prepare_job_dir(Path(job_dir).resolve())
     with JobLock(paths.lock, "job"):

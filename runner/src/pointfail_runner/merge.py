@@ -2,7 +2,7 @@
 records (issue 18: ``pointfail-runner status`` and ``pointfail-runner merge``).
 
 Everything is read from the run folder on shared storage (:mod:`pointfail_runner.shards`), through
-:func:`pointfail.jobs.read_responses` (a line a container wrote is untrusted: a hostile line becomes an
+:func:`pointfail.running.jobs.read_responses` (a line a container wrote is untrusted: a hostile line becomes an
 explained ``error`` outcome for its sample, a symlink is refused, never followed):
 
 * **status**: per cell (model x benchmark shard), how many of its samples have a response line;
@@ -95,9 +95,9 @@ def cell_status(plan: Plan, run: RunDir, *,
     gives the scheduler's state of a shard when known (``RUNNING``, ``PENDING``, ``FAILED``, ...).
 
     Raises:
-        pointfail.jobs.JobFileError: a responses file is a symlink or not a regular file.
+        pointfail.running.jobs.JobFileError: a responses file is a symlink or not a regular file.
     """
-    from pointfail.jobs import read_responses
+    from pointfail.running.jobs import read_responses
 
     from .container import JobPaths
 
@@ -174,17 +174,17 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
     """Merge the run's responses into records under ``roots.records`` (module docstring).
 
     Args:
-        study: the validated study (:class:`pointfail.study.Study`) the plan was made from.
-        roots: :class:`pointfail.study.Roots` (data to rebuild the samples and prompts; records to
+        study: the validated study (:class:`pointfail.inputs.study.Study`) the plan was made from.
+        roots: :class:`pointfail.inputs.study.Roots` (data to rebuild the samples and prompts; records to
             write into).
 
     Raises:
         PlanError: the data no longer matches the plan, or a model has no ``model-run.json`` (never
             submitted).
-        pointfail.jobs.JobFileError: a responses file is a symlink or not a regular file.
+        pointfail.running.jobs.JobFileError: a responses file is a symlink or not a regular file.
     """
     from pointfail.families import get_family
-    from pointfail.jobs import ResponseLog, read_responses
+    from pointfail.running.jobs import ResponseLog, read_responses
     from pointfail.records import write_records
 
     from .container import JobPaths
@@ -231,9 +231,9 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
 
 def study_and_roots(plan: Plan, repo: Path, *, data_root: Optional[Path] = None,
                     weights_root: Optional[Path] = None, records_root: Optional[Path] = None):
-    """The validated study a plan names and its :class:`pointfail.study.Roots`. Raises
+    """The validated study a plan names and its :class:`pointfail.inputs.study.Roots`. Raises
     :class:`PlanError`."""
-    from pointfail.study import Roots, StudyError, load_study
+    from pointfail.inputs.study import Roots, StudyError, load_study
 
     from .plan import study_path
 

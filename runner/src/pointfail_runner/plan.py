@@ -2,7 +2,7 @@
 shard (issue 18; ``shared/DESIGN.md``, "More than one machine").
 
 ``pointfail-runner plan --study records/<study>/study.toml`` reads the study through
-:mod:`pointfail.study`, loads every benchmark's samples (sorted by ``sample_id``, as every loader
+:mod:`pointfail.inputs.study`, loads every benchmark's samples (sorted by ``sample_id``, as every loader
 returns them) and splits each model's work into shards:
 
 * a model's work is the list of ``(benchmark, sample_id)`` pairs, benchmarks in study order, samples
@@ -58,7 +58,7 @@ class _Strict(BaseModel):
 
 
 def _name(v: str) -> str:
-    from pointfail.study import check_name
+    from pointfail.inputs.study import check_name
 
     return check_name(v)
 
@@ -222,8 +222,8 @@ def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None
         PlanError: the study file is invalid, a data folder is missing or does not load, a served
             model is selected (served models run with ``pointfail-runner run``), or bad sizes.
     """
-    from pointfail.benchmarks import load as load_benchmark
-    from pointfail.study import ContainerModel, Roots, StudyError, load_study
+    from pointfail.inputs.benchmarks import load as load_benchmark
+    from pointfail.inputs.study import ContainerModel, Roots, StudyError, load_study
 
     from .study import needs_weights
 

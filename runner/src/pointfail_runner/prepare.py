@@ -11,8 +11,8 @@ stage through the study lock.
   ``pointfail weights fetch MODEL --study FILE``); :func:`judge_missing` adds a model judge's server.
 * **Stand-ins** (:func:`stand_ins`): a study with a ``[stand_in]`` table (rehearsals) has its hub and
   judge started here, on loopback: ``hub = "<folder>"`` serves that stand-in hub directory
-  (:class:`pointfail.testing.hub.StandInHub`, ``HF_ENDPOINT``), ``judge = "ollama"`` starts the
-  scripted Ollama-API server (:mod:`pointfail.testing.ollama_fake`, ``OLLAMA_HOST``) with a
+  (:class:`pointfail.generated.testing.hub.StandInHub`, ``HF_ENDPOINT``), ``judge = "ollama"`` starts the
+  scripted Ollama-API server (:mod:`pointfail.generated.testing.ollama_fake`, ``OLLAMA_HOST``) with a
   deterministic label per rendered miss (:func:`standin_judge_label`).
 * **Fetch** (:func:`fetch_stage`): for a stand-in study every benchmark and checkpoint is fetched
   through the real ``huggingface_hub`` client (the commands above, in subprocesses) and checked
@@ -148,7 +148,7 @@ def stand_ins(repo: Path, raw: dict, log: Callable[[str], None] = print) -> Iter
     env: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
         if cfg.get("hub"):
-            from pointfail.testing.hub import StandInHub
+            from pointfail.generated.testing.hub import StandInHub
 
             root = (repo / cfg["hub"]).resolve()
             if not root.is_relative_to(repo) or not root.is_dir():
@@ -159,7 +159,7 @@ def stand_ins(repo: Path, raw: dict, log: Callable[[str], None] = print) -> Iter
         if cfg.get("judge"):
             if cfg["judge"] != "ollama":
                 raise PrepareError(f"[stand_in] judge must be \"ollama\", not {cfg['judge']!r}")
-            from pointfail.testing.ollama_fake import FakeOllama
+            from pointfail.generated.testing.ollama_fake import FakeOllama
 
             model = raw.get("judge", {}).get("ollama_model") or "gemma4:31b"
             fake = stack.enter_context(FakeOllama(lambda n, body: standin_judge_label(body), model=model))
@@ -177,8 +177,8 @@ def fetch_stage(repo: Path, study, study_file: Path, data_root: Path, lock_file:
     Raises:
         PrepareError: a fetch failed, or files on disk do not match the lock (each named).
     """
-    from pointfail.study import Roots
-    from pointfail.studylock import read_lock, verify_tree
+    from pointfail.inputs.study import Roots
+    from pointfail.inputs.studylock import read_lock, verify_tree
 
     roots = Roots.for_study(study, repo, data=data_root)
     rel = _shown(Path(study_file).resolve(), repo)

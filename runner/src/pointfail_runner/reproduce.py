@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
     from pointfail.judge.miss import Judge
-    from pointfail.suites.manifest import ManifestComparison
+    from pointfail.generated.suites.manifest import ManifestComparison
 
 SUITES_IMAGE = "suites"
 """The pinned image that renders generated suites (Pillow + fonts for sheets/text, Chromium for web)."""
@@ -85,8 +85,8 @@ def run_tool(client, image: str, command: list[str], rw_dir: Path, *, wall_clock
 
 def generator_command(bench) -> list[str]:
     """The ``pointfail generate`` arguments (the suites image's entrypoint) for one study benchmark
-    (a :class:`pointfail.study.BenchmarkSpec`, or a mapping with the same keys)."""
-    from pointfail.study import BenchmarkSpec
+    (a :class:`pointfail.inputs.study.BenchmarkSpec`, or a mapping with the same keys)."""
+    from pointfail.inputs.study import BenchmarkSpec
 
     b = bench if isinstance(bench, BenchmarkSpec) else BenchmarkSpec.model_validate(dict(bench, loader="suite"))
     if b.generator is None:
@@ -111,7 +111,7 @@ EXIT_TABLES_DIFFER = 4
 @dataclass
 class SuiteCheck:
     """One generated suite compared with its committed manifest: ``name``, the committed manifest's
-    path and the :class:`pointfail.suites.manifest.ManifestComparison` (``None`` when the manifest was
+    path and the :class:`pointfail.generated.suites.manifest.ManifestComparison` (``None`` when the manifest was
     written rather than compared, as with ``--publish``)."""
 
     name: str
@@ -120,8 +120,8 @@ class SuiteCheck:
 
 
 def compare_manifest(generated: Path, committed: Path):
-    """:func:`pointfail.suites.manifest.compare_manifests` of two manifest files (committed first)."""
-    from pointfail.suites.manifest import compare_manifests
+    """:func:`pointfail.generated.suites.manifest.compare_manifests` of two manifest files (committed first)."""
+    from pointfail.generated.suites.manifest import compare_manifests
 
     return compare_manifests(json.loads(committed.read_text(encoding="utf-8")),
                              json.loads(generated.read_text(encoding="utf-8")))
@@ -157,14 +157,14 @@ def judge_digest(host: str, model: str) -> Optional[str]:
 
 def _pin_ollama_digest(lock_file: Path, study, host: str, log: Callable[[str], None]) -> None:
     """Pin the Ollama judge's model digest in ``lock_file`` before any miss is sent
-    (:func:`pointfail.studylock.pin_judge`); a server that cannot be asked is logged, not fatal (the
+    (:func:`pointfail.inputs.studylock.pin_judge`); a server that cannot be asked is logged, not fatal (the
     judge stage reports it).
 
     Raises:
         ReproduceError: the digest differs from the lock or from ``[judge] ollama_digest``.
     """
-    from pointfail.judge.client import DEFAULT_MODEL
-    from pointfail.studylock import LockError, pin_judge
+    from pointfail.running.judges.client import DEFAULT_MODEL
+    from pointfail.inputs.studylock import LockError, pin_judge
 
     model = study.judge.ollama_model or DEFAULT_MODEL
     try:
@@ -180,15 +180,15 @@ def _pin_ollama_digest(lock_file: Path, study, host: str, log: Callable[[str], N
 
 def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[dict[str, str]] = None,
                 lock_file: Optional[Path] = None, log: Callable[[str], None] = print) -> None:
-    """The judge stage through the library (:func:`pointfail.judge.stage.judge_study`), as the study
-    names its judges (:func:`pointfail.judge.lineage.judge_plan`): the primary judge fills
+    """The judge stage through the library (:func:`pointfail.running.judges.stage.judge_study`), as the study
+    names its judges (:func:`pointfail.running.judges.lineage.judge_plan`): the primary judge fills
     ``Record.judge``, every compared judge ``other_judgments``. The oracle uses ``[judge]
     oracle_tolerance_px``; the Ollama judge ``[judge] ollama_model`` at ``OLLAMA_HOST`` (``env`` first:
     a rehearsal's stand-in judge). With a model judge at hand (``OLLAMA_HOST``) and the oracle primary,
     the Ollama judge is compared too; with more than one judge their agreement is printed.
 
     With ``lock_file``, the Ollama judge's model digest is pinned there before any miss is sent
-    (:func:`pointfail.studylock.pin_judge`: recorded by the first run, refused when it changes, and
+    (:func:`pointfail.inputs.studylock.pin_judge`: recorded by the first run, refused when it changes, and
     checked against ``[judge] ollama_digest`` when the study sets one).
 
     Raises:
@@ -197,8 +197,8 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
             from the lock or the study's pin.
     """
     from pointfail.judge.agreement import agreement_report, format_text
-    from pointfail.judge.kinds import make_judges
-    from pointfail.judge.stage import judge_study
+    from pointfail.running.judges.kinds import make_judges
+    from pointfail.running.judges.stage import judge_study
 
     host = (env or {}).get("OLLAMA_HOST") or os.environ.get("OLLAMA_HOST")
     judges = list(plan.judges)
@@ -265,7 +265,7 @@ def make_suites(client, repo: Path, study, image: str, data_root: Path, *, publi
     (content and environment apart, :func:`compare_manifest`). A missing committed manifest (or
     ``publish``) is written instead. Returns one :class:`SuiteCheck` per suite."""
     checks: list[SuiteCheck] = []
-    from pointfail.study import inside
+    from pointfail.inputs.study import inside
 
     committed = study.dir
     for b in [b for b in study.benchmarks if b.generator]:
@@ -336,7 +336,7 @@ def preflight(repo: Path, study, data_root: Path, lock_file: Path, *, log: Calla
     """Nothing learned late: before any image is built, load every row of every benchmark the study
     fetches from a hub (its loader, on the files its publisher ships: image headers are read and
     hashed, not decoded; archives unpacked safely beside them), and check every weights folder and
-    data folder against ``lock_file`` (:func:`pointfail.studylock.verify_tree`) and a remote-code
+    data folder against ``lock_file`` (:func:`pointfail.inputs.studylock.verify_tree`) and a remote-code
     checkpoint against its weights manifest. Generated suites are rendered and checked later, in the
     data stage.
 
@@ -347,12 +347,12 @@ def preflight(repo: Path, study, data_root: Path, lock_file: Path, *, log: Calla
     """
     import warnings
 
-    from pointfail.backends.base import BackendError
-    from pointfail.backends.manifest import verify_weights
-    from pointfail.benchmarks import BenchmarkError, load
-    from pointfail.benchmarks.fetch import SOURCES
-    from pointfail.study import Roots, StudyError, inside
-    from pointfail.studylock import LockError, read_lock, verify_tree
+    from pointfail.running.backends.base import BackendError
+    from pointfail.running.backends.manifest import verify_weights
+    from pointfail.inputs.benchmarks import BenchmarkError, load
+    from pointfail.inputs.benchmarks.fetch import SOURCES
+    from pointfail.inputs.study import Roots, StudyError, inside
+    from pointfail.inputs.studylock import LockError, read_lock, verify_tree
 
     t0 = time.monotonic()
     roots = Roots.for_study(study, repo, data=data_root)
@@ -443,7 +443,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
         ReproduceError / StudyError / PrereqError / EngineError: a stage could not run (message says
             which and why); nothing after it runs.
     """
-    from pointfail.study import Roots
+    from pointfail.inputs.study import Roots
 
     from .study import load_study, missing_inputs
 
@@ -458,7 +458,7 @@ def reproduce(repo: Path, study_file: Path, *, publish: bool = False, variant: O
         raise ReproduceError("--publish writes records from fresh builds; it does not take a bundle")
     stand_in = study.stand_in is not None
     # Before any work: the judges (out-of-family), the variant, and what is missing.
-    from pointfail.judge.lineage import LineageError, judge_plan
+    from pointfail.running.judges.lineage import LineageError, judge_plan
 
     from . import prepare
 

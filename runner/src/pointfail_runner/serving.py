@@ -6,10 +6,10 @@ Two pieces, both used by :func:`pointfail_runner.study.run_study`:
   as a container job (:class:`pointfail_runner.container.JobPaths`: ``requests/requests.jsonl``,
   ``out/responses.jsonl``, the runner's ``.lock``). The requests keep the images' paths on this
   machine (the served backend opens them here; each must resolve inside the benchmark's data folder,
-  else the sample gets an error response saying so), and :func:`pointfail.served.backend.run_served`
-  appends the responses through :class:`pointfail.jobs.ResponseWriter`. Samples already answered are
+  else the sample gets an error response saying so), and :func:`pointfail.running.served.backend.run_served`
+  appends the responses through :class:`pointfail.running.jobs.ResponseWriter`. Samples already answered are
   skipped, so a killed run that is run again answers every sample exactly once.
-* :func:`serving_container`: for a model with ``serve`` (:class:`pointfail.study.ServeSpec`), the
+* :func:`serving_container`: for a model with ``serve`` (:class:`pointfail.inputs.study.ServeSpec`), the
   runner starts the server itself: a container of the family image's serving variant (``vllm``:
   ``vllm serve``, with the GPU; ``transformers``: ``transformers serve``) with the checkpoint mounted
   read-only at ``/weights``, on a fresh *internal* Docker network (no route out of it: the server can
@@ -62,7 +62,7 @@ class ServingFailed(RuntimeError):
 class ServedJobResult:
     """What a served job did: ``requested`` samples, ``answered`` (now in the responses file),
     ``skipped`` (answered before this run), the backend's ``summary``
-    (:class:`pointfail.served.backend.ServedSummary`, ``None`` when nothing was left to ask) and
+    (:class:`pointfail.running.served.backend.ServedSummary`, ``None`` when nothing was left to ask) and
     ``problems`` (images outside the data folder)."""
 
     requested: int
@@ -113,7 +113,7 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
     """Answer one job of a served model (layout and rules in the module docstring).
 
     Args:
-        model: the study's :class:`pointfail.study.ServerModel` (options already validated).
+        model: the study's :class:`pointfail.inputs.study.ServerModel` (options already validated).
         job_dir: ``work/<study>/<model>/<benchmark>``.
         requests: request dicts (``sample_id``, ``image`` as a path on this machine, ``prompt``,
             ``task``, ``max_new_tokens``).
@@ -121,20 +121,27 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
         base_url: the server's address when the runner started it (``serve``); default the model's
             ``base_url``.
         retry_errors: ask the samples whose response is an error again (also done by itself when the
-            model entry or the server changed: :func:`pointfail.served.backend.run_served`).
+            model entry or the server changed: :func:`pointfail.running.served.backend.run_served`).
 
     Returns:
         :class:`ServedJobResult`.
 
     Raises:
-        pointfail.served.backend.ServerUnavailable: the server went down (responses so far kept).
-        pointfail.jobs.JobBusy: another runner holds this job's lock, or another writer its responses.
-        pointfail.jobs.JobFileError, pointfail.worker.WorkerError: a symlink or other non-regular file
+        pointfail.running.served.backend.ServerUnavailable: the server went down (responses so far kept).
+        pointfail.running.jobs.JobBusy: another runner holds this job's lock, or another writer its responses.
+        pointfail.running.jobs.JobFileError, pointfail.running.worker.WorkerError: a symlink or other non-regular file
             in place of a job file.
         ValueError: an API key variable that is not set.
     """
-    from pointfail.jobs import JobLock, JobRequest, ResponseWriter, error_response, read_responses, write_requests
-    from pointfail.served.backend import run_served
+    from pointfail.running.jobs import (
+        JobLock,
+        JobRequest,
+        ResponseWriter,
+        error_response,
+        read_responses,
+        write_requests,
+    )
+    from pointfail.running.served.backend import run_served
 
     paths = cmod.prepare_job_dir(Path(job_dir).resolve())
     if base_url is not None:
@@ -151,7 +158,7 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
                     w.write(error_response(sid, why))
         write_requests(paths.requests, [JobRequest.model_validate(r) for r in kept])
         # the backend decides what to ask: samples without a response, and error responses again when
-        # retry_errors or the model entry / the server changed (pointfail.served.backend.run_served)
+        # retry_errors or the model entry / the server changed (pointfail.running.served.backend.run_served)
         summary = run_served(model, paths.requests, paths.responses, progress=progress, retry_errors=retry_errors)
         if summary.requests:
             log(f"[run] {model.name}: {len(kept)} samples through {model.model} at {model.base_url}: "
@@ -169,11 +176,11 @@ def run_served_job(model: Any, job_dir: Path, requests: list[dict], *, data_root
 
 def budget_kwargs(model: Any) -> Optional[dict[str, int]]:
     """The processor budget the study declares for ``model`` (``options.max_pixels``/``min_pixels``, or
-    ``pixel_budget = "family"``: :func:`pointfail.served.inputs.budget_for`) as image-processor keyword
+    ``pixel_budget = "family"``: :func:`pointfail.running.served.inputs.budget_for`) as image-processor keyword
     arguments ``{"min_pixels", "max_pixels"}``; ``None`` when none is declared. A server the runner
     starts is given exactly this budget, so the frame the backend records is the one the server uses."""
     from pointfail.families import get_family
-    from pointfail.served.inputs import budget_for
+    from pointfail.running.served.inputs import budget_for
 
     budget = budget_for(get_family(model.family), model.options)
     if budget is None:
@@ -197,11 +204,11 @@ def vllm_argv(model: Any) -> list[str]:
 
 def transformers_argv(model: Any) -> list[str]:
     """``transformers serve`` pinned to the checkpoint at ``/weights`` (requests then name the model
-    ``/weights``), port 8000, then ``serve.args``, through :mod:`pointfail.served.transformers_server`
+    ``/weights``), port 8000, then ``serve.args``, through :mod:`pointfail.running.served.transformers_server`
     (the image-only processor where the image has no torchvision, as the in-container backends load
     it). The processor budget is the checkpoint's own (its processor config); the study's options must
     declare the same."""
-    return ["/opt/venv/bin/python", "-m", "pointfail.served.transformers_server", WEIGHTS_MOUNT, "--host", "0.0.0.0",
+    return ["/opt/venv/bin/python", "-m", "pointfail.running.served.transformers_server", WEIGHTS_MOUNT, "--host", "0.0.0.0",
             "--port", str(SERVER_PORT), *model.serve.args]
 
 

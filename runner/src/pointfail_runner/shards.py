@@ -72,7 +72,7 @@ class ModelRun(BaseModel):
 
     def worker_args(self, family: str, cells: Iterable[str], *, device: str, requests_mount: str,
                     responses_mount: str, weights_mount: str) -> list[str]:
-        """The worker's arguments for a shard (``python -m pointfail.worker ...``): one
+        """The worker's arguments for a shard (``python -m pointfail.running.worker ...``): one
         ``--requests``/``--responses`` pair per cell, in plan order."""
         args = ["--family", family, "--weights", weights_mount]
         for c in cells:
@@ -180,7 +180,7 @@ def load_samples(plan: Plan, study, roots) -> dict[str, dict]:
     """``{benchmark: {sample_id: Sample}}`` for the plan's benchmarks, loaded from the data root.
     Raises :class:`PlanError` when a benchmark's sample ids are not the plan's (the data changed
     since planning)."""
-    from pointfail.benchmarks import load as load_benchmark
+    from pointfail.inputs.benchmarks import load as load_benchmark
 
     out = {}
     for bench, n in plan.benchmarks.items():
@@ -229,7 +229,7 @@ def stage_shards(plan: Plan, run: RunDir, *, study, roots, shards: Iterable[tupl
 def weights_manifest(study, model) -> Optional[Path]:
     """The model's weights manifest (``weights_manifest`` in the study, inside the study's folder), or
     ``None``."""
-    from pointfail.study import inside
+    from pointfail.inputs.study import inside
 
     return inside(study.dir, model.weights_manifest, f"models {model.name!r} weights_manifest") \
         if getattr(model, "weights_manifest", None) else None

@@ -1,10 +1,10 @@
 """Run a study's models over its benchmarks and write records (issue 4: ``pointfail-runner run
---study FILE``; the study format is :mod:`pointfail.study`).
+--study FILE``; the study format is :mod:`pointfail.inputs.study`).
 
 For each model (one container at a time, in the study's order) and each benchmark:
 
-1. load the samples with ``pointfail.benchmarks.load(loader, data_dir)``, where ``data_dir`` is the
-   benchmark's folder inside the declared data root (:class:`pointfail.study.Roots`);
+1. load the samples with ``pointfail.inputs.benchmarks.load(loader, data_dir)``, where ``data_dir`` is the
+   benchmark's folder inside the declared data root (:class:`pointfail.inputs.study.Roots`);
 2. build each prompt with ``pointfail.prompts.build_prompt(family, sample)``;
 3. run the model's image over the requests with :func:`pointfail_runner.container.run_job` (only the
    images are staged for the container; samples already answered are skipped); a served model
@@ -12,13 +12,13 @@ For each model (one container at a time, in the study's order) and each benchmar
    (:func:`pointfail_runner.serving.run_served_job`, same job folder layout; with ``serve``, the runner
    first starts the server as a container on an internal network, one per model for all its
    benchmarks, removed when they are done: :func:`pointfail_runner.serving.serving_container`);
-4. read the responses with :func:`pointfail.jobs.read_responses` (a hostile line becomes an explained
+4. read the responses with :func:`pointfail.running.jobs.read_responses` (a hostile line becomes an explained
    ``error`` outcome for its sample; a sample with no line becomes one too), turn each into a record
    with ``pointfail.scoring.build_record`` and write ``records/<study>/<model>/<benchmark>.jsonl``
    atomically (canonical, sorted by sample id).
 
 Job folders live under the work root (``work/<study>/<model>/<benchmark>/``, not committed). Every
-path comes from :class:`~pointfail.study.Roots`, so nothing a study names can lead outside the data,
+path comes from :class:`~pointfail.inputs.study.Roots`, so nothing a study names can lead outside the data,
 weights, work and records roots.
 """
 
@@ -28,7 +28,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from pointfail.study import ContainerModel, Roots, ServerModel, Study, StudyError, inside, load_study
+from pointfail.inputs.study import ContainerModel, Roots, ServerModel, Study, StudyError, inside, load_study
 
 from . import container as cmod
 from . import images as imod
@@ -40,23 +40,23 @@ __all__ = ["StudyError", "load_study", "missing_inputs", "needs_weights", "run_s
 
 PROVENANCE_PACKAGES = ("numpy", "pillow", "tokenizers", "torch", "transformers")
 
-REMOTE_CODE_BACKENDS = ("pointfail.backends.molmo",)
+REMOTE_CODE_BACKENDS = ("pointfail.running.backends.molmo",)
 """Backends that run the checkpoint's own code (``trust_remote_code``): they load only with a weights
-manifest (``weights_manifest`` in the study; :mod:`pointfail.backends.manifest`)."""
+manifest (``weights_manifest`` in the study; :mod:`pointfail.running.backends.manifest`)."""
 
 
 def locked_model(study: Study, model: ContainerModel, lock_file: Optional[Path] = None) -> ContainerModel:
     """``model`` as it runs: a model whose study pins no ``revision`` runs at the commit the study lock
-    (``lock_file``, default ``study.lock`` beside the study file; :mod:`pointfail.studylock`) holds for
+    (``lock_file``, default ``study.lock`` beside the study file; :mod:`pointfail.inputs.studylock`) holds for
     it, which goes to the worker (Molmo's remote code refuses to run unpinned) and into the provenance.
     A pinned revision, or a model the lock does not hold, is returned unchanged. The one rule for
     ``pointfail-runner run`` (:func:`run_study`) and every executor of a plan
     (:func:`pointfail_runner.executors.pin_models`).
 
     Raises:
-        pointfail.studylock.LockError: the lock file is unreadable or malformed.
+        pointfail.inputs.studylock.LockError: the lock file is unreadable or malformed.
     """
-    from pointfail.studylock import locked_revision
+    from pointfail.inputs.studylock import locked_revision
 
     if model.revision:
         return model
@@ -126,14 +126,14 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
     model's weights and, for a backend that runs the checkpoint's own code, its weights manifest
     (``pointfail weights fetch MODEL --study FILE --to DIR``, which writes the manifest the study
     names at the first fetch). Both fetch commands go through the study lock
-    (:mod:`pointfail.studylock`): an unpinned revision is resolved once and locked beside the study.
+    (:mod:`pointfail.inputs.studylock`): an unpinned revision is resolved once and locked beside the study.
     With ``require_revisions`` also every weight-backed model whose revision is neither pinned in the
     study nor held by its lock. A served model needs nothing here unless the runner starts its server
     (``serve``): then its checkpoint folder, and for ``engine = "vllm"`` a GPU and the image's vllm
     lock. Empty when the study can run. The one check ``pointfail-runner run``, ``submit`` and ``make
     reproduce`` make."""
     from pointfail.families import get_family
-    from pointfail.studylock import LockError, lock_path, read_lock
+    from pointfail.inputs.studylock import LockError, lock_path, read_lock
 
     repo = Path(repo).resolve()
     study_file = _shown(Path(study.path).resolve(), repo) if study.path is not None else "records/<study>/study.toml"
@@ -149,7 +149,7 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
             continue
         shown = _shown(d, repo)
         if b.generator:
-            from pointfail.suites import generate_command
+            from pointfail.generated.suites import generate_command
 
             cmd = generate_command(b.generator, b.n, b.seed, b.absent_share, str(shown))
             missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}"
@@ -209,9 +209,9 @@ def _serve_missing(m: ServerModel, roots: Roots, repo: Path, study_file) -> list
 
 
 def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict, list[dict]]:
-    """``(prompts, requests)`` for ``samples`` of one model: :func:`pointfail.evaluate.worker_requests`
+    """``(prompts, requests)`` for ``samples`` of one model: :func:`pointfail.running.evaluate.worker_requests`
     with the model's ``max_new_tokens`` (the same requests ``pointfail evaluate --base-url`` sends)."""
-    from pointfail.evaluate import worker_requests
+    from pointfail.running.evaluate import worker_requests
 
     return worker_requests(family, samples, model.max_new_tokens, resolve=resolve)
 
@@ -219,7 +219,7 @@ def requests_for(family, model, samples, *, resolve: bool = False) -> tuple[dict
 def records_for(study_name: str, model, samples, prompts: dict, responses, provenance, data_dir: Path,
                 repo: Path) -> list:
     """One record per sample (``pointfail.scoring.build_record``), paths made relative to the
-    checkout: ``responses`` is a :class:`pointfail.jobs.ResponseLog` (its first valid line per sample;
+    checkout: ``responses`` is a :class:`pointfail.running.jobs.ResponseLog` (its first valid line per sample;
     an invalid line becomes an ``error`` outcome that says why); a sample with no line at all is an
     ``error`` outcome too, so nothing is lost silently."""
     from pointfail.records import Response
@@ -267,9 +267,9 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     (a :class:`RunCounts`, whose ``errors`` counts the records that ended in an infrastructure error).
 
     ``retry_errors``: a served model's samples whose response is an error are asked again (done by
-    itself when the model entry or the server changed: :func:`pointfail.served.backend.run_served`).
+    itself when the model entry or the server changed: :func:`pointfail.running.served.backend.run_served`).
 
-    Roots (:class:`pointfail.study.Roots`): data ``data_root`` (default ``repo/data/<study>``), weights
+    Roots (:class:`pointfail.inputs.study.Roots`): data ``data_root`` (default ``repo/data/<study>``), weights
     ``weights_root`` (default ``repo/weights``), jobs ``work_root`` (default ``repo/work/<study>``),
     records ``records_root`` (default beside the study file). A benchmark's data is
     ``<data root>/<data_dir or name>``, a model's weights ``<weights root>/<weights or name>``; each
@@ -290,12 +290,12 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
             are re-raised as StudyError after the records of the completed jobs were written
             (responses of the failed job are kept for the rerun).
     """
-    from pointfail.benchmarks import load as load_benchmark
+    from pointfail.inputs.benchmarks import load as load_benchmark
     from pointfail.families import get_family
-    from pointfail.jobs import JobBusy, JobFileError, read_responses
+    from pointfail.running.jobs import JobBusy, JobFileError, read_responses
     from pointfail.records import write_records
-    from pointfail.served.backend import ServerUnavailable
-    from pointfail.worker import WorkerError
+    from pointfail.running.served.backend import ServerUnavailable
+    from pointfail.running.worker import WorkerError
 
     from .engine import ensure_engine
 

@@ -1,6 +1,6 @@
 """``pointfail-runner init``: a minimal study with one served model, every setting commented.
 
-The text is a template for :func:`pointfail.study.parse_study` (``tests/test_cli_help.py`` parses what
+The text is a template for :func:`pointfail.inputs.study.parse_study` (``tests/test_cli_help.py`` parses what
 :func:`write_study` writes with it): one generated spreadsheet suite (20 rows, the oracle judge labels
 every miss from its scene graphs) and one ``kind = "server"`` model at ``http://127.0.0.1:8000/v1``
 that the user edits to name their server, the name it serves the model under, and the model family.
@@ -67,9 +67,9 @@ oracle_tolerance_px = 8
 def study_text(name: str, path: str, records: str) -> str:
     """The template filled in for study ``name`` written at ``path`` (records beside it in
     ``records``); raises ``ValueError`` for a name a study cannot have
-    (:func:`pointfail.study.check_name`)."""
-    from pointfail.study import check_name
-    from pointfail.suites import generate_command
+    (:func:`pointfail.inputs.study.check_name`)."""
+    from pointfail.inputs.study import check_name
+    from pointfail.generated.suites import generate_command
 
     check_name(name)
     generate = generate_command("sheets", 20, 1, None, f"data/{name}/sheets")

@@ -42,7 +42,7 @@ The package, one job per module:
 * :mod:`~pointfail.aggregate.verify`: byte-for-byte verification, extensible with record checks.
 
 Bootstrap settings: ``[aggregate] bootstrap_seed`` and ``bootstrap_resamples`` in
-``records/<study>/study.toml`` (defaults: :class:`pointfail.study.AggregateSpec`); both are printed in
+``records/<study>/study.toml`` (defaults: :class:`pointfail.inputs.study.AggregateSpec`); both are printed in
 the tables' notes and in ``summary.json``. ``[aggregate] notes`` (a list of strings) are added to every table's
 notes and to ``summary.json``: what the records cover when that is not the whole benchmark
 (``pointfail evaluate --only-predicted`` writes it).

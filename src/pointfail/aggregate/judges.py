@@ -92,7 +92,7 @@ class JudgeAgreement(TableBuilder):
 class JudgeValidity(TableBuilder):
     """``judge_validity``: per benchmark and primary judge (the judge whose labels fill the failure
     composition), the misses it labeled and, per human annotator (judges ``human:<annotator>``,
-    :mod:`pointfail.judge.human`) who labeled some of them, the misses both labeled, percent agreement,
+    :mod:`pointfail.running.judges.human`) who labeled some of them, the misses both labeled, percent agreement,
     Cohen's kappa and Krippendorff's alpha (by :func:`pointfail.judge.agreement.agreement`); a benchmark
     no human labeled says so. Pooled over models; no file when no miss has a primary judgment."""
 

@@ -11,7 +11,7 @@ from pointfail import metrics
 from pointfail.aggregate.counting import with_pooled
 from pointfail.aggregate.registry import ERROR_NOTE, TableBuilder, register
 from pointfail.aggregate.rows import POOLED, Row
-from pointfail.benchmarks.official import RULES, screenspot_correctness
+from pointfail.official import RULES, screenspot_correctness
 from pointfail.tables import Output, Table, count, pct, rate, text
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class ScreenSpotProGroups(TableBuilder):
     ``wrong_format_num``, ``action_acc``, ``text_acc`` and ``icon_acc`` (over the group's
     ``ui_type`` text / icon samples; 0 when there are none, as the script writes), exact fractions
     rounded once in the table's format. Each row's correctness is
-    :func:`pointfail.benchmarks.official.screenspot_correctness` of its ``OfficialScore``. No file when
+    :func:`pointfail.official.screenspot_correctness` of its ``OfficialScore``. No file when
     no record carries the ScreenSpot-Pro rule."""
 
     name = "official_screenspot_pro"

@@ -23,7 +23,7 @@ from pointfail.aggregate.counting import Counts, DuplicateSample
 from pointfail.aggregate.registry import TableBuilder, builders, needs_records, needs_rows
 from pointfail.aggregate.rows import POOLED, row_from_record
 from pointfail.records import Record, enumerate_record_lines, gc_paused, records_files
-from pointfail.study import AggregateSpec
+from pointfail.inputs.study import AggregateSpec
 
 __all__ = [
     "AggregateError",
@@ -56,7 +56,7 @@ class Study:
 
     ``name`` (``[study] name`` of ``study.toml``, else the directory name), ``path``, ``files`` (the
     records files read, sorted), ``config`` (the validated ``[aggregate]`` table of ``study.toml``,
-    its defaults when the study has none: :class:`pointfail.study.AggregateSpec`),
+    its defaults when the study has none: :class:`pointfail.inputs.study.AggregateSpec`),
     ``records`` (how many were read), ``counts`` (the finished core fold) and ``builders`` (the
     registered table builders, every row added).
     """
@@ -70,7 +70,7 @@ class Study:
     records: int = 0
     errors: int = 0
     judge_note: Optional[str] = None
-    """The judges' lineage line (:func:`pointfail.judge.lineage.lineage_note`) for the failure
+    """The judges' lineage line (:func:`pointfail.running.judges.lineage.lineage_note`) for the failure
     composition table, when the study names one."""
     judge_pin: Optional[str] = None
     """Which weights the model judge's labels rest on (:func:`judge_pin_note`: the digest ``study.lock``
@@ -78,7 +78,7 @@ class Study:
     unseen_refspatial: set = field(default_factory=set)
     """Sample ids of RefSpatial-Bench's Unseen split counted in the study (records whose metadata
     carries ``split = unseen`` and the ``directive_suffix`` only the RefSpatial-Bench loader sets):
-    their tables carry the publisher's warning (:data:`pointfail.benchmarks.refspatial.UNSEEN_WARNING`)."""
+    their tables carry the publisher's warning (:data:`pointfail.inputs.benchmarks.refspatial.UNSEEN_WARNING`)."""
     digests: Any = None
     """:class:`pointfail.integrity.RecordDigests` of the scan (the sha256 of every stored line, computed
     once per record): ``tables/records.sha256``, which ``SHA256SUMS`` lists, so it covers the records
@@ -119,15 +119,15 @@ def is_study_dir(path: str | Path) -> bool:
 def judge_pin_note(raw: dict[str, Any], lock_file: Path) -> Optional[str]:
     """One sentence naming the weights the model judge's labels rest on: the judge's ``model`` and
     ``digest`` that ``study.lock`` (``lock_file``) pins under ``judge.<kind>``
-    (:func:`pointfail.studylock.pin_judge`: recorded by the first run that reaches the judge, later runs
+    (:func:`pointfail.inputs.studylock.pin_judge`: recorded by the first run that reaches the judge, later runs
     refuse another digest), or that none is pinned yet. ``None`` when no model judge labels the study
     (the oracle is exact: no weights) or its judges are not valid.
 
     Raises:
-        AggregateError: ``study.lock`` exists but cannot be read (:class:`pointfail.studylock.LockError`).
+        AggregateError: ``study.lock`` exists but cannot be read (:class:`pointfail.inputs.studylock.LockError`).
     """
-    from pointfail.judge.lineage import LineageError, judge_plan, model_judges
-    from pointfail.studylock import LockError, read_lock
+    from pointfail.running.judges.lineage import LineageError, judge_plan, model_judges
+    from pointfail.inputs.studylock import LockError, read_lock
 
     try:
         plan = judge_plan(raw)
@@ -158,18 +158,18 @@ def _read_config(d: Path) -> tuple[str, AggregateSpec, Optional[str], Optional[s
     judge_note = judge_pin = None
     toml_path = d / "study.toml"
     if toml_path.is_file():
-        from pointfail.study import StudyError, load_study as load_study_file
+        from pointfail.inputs.study import StudyError, load_study as load_study_file
 
         try:
             spec = load_study_file(toml_path)
         except StudyError as e:
             raise AggregateError(str(e)) from None
         config = spec.aggregate
-        from pointfail.judge.lineage import lineage_note
+        from pointfail.running.judges.lineage import lineage_note
 
         raw = spec.model_dump()
         judge_note = lineage_note(raw)
-        from pointfail.studylock import lock_path
+        from pointfail.inputs.studylock import lock_path
 
         judge_pin = judge_pin_note(raw, lock_path(toml_path))
         # the study's own name, so tables regenerated in another directory (make reproduce writes

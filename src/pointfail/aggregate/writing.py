@@ -20,10 +20,10 @@ the study counts Unseen samples."""
 
 def unseen_note(study: Study) -> list[str]:
     """The publisher's warning on RefSpatial-Bench's Unseen split, with how many of its samples the
-    study counts (empty when none): :data:`pointfail.benchmarks.refspatial.UNSEEN_WARNING`."""
+    study counts (empty when none): :data:`pointfail.inputs.benchmarks.refspatial.UNSEEN_WARNING`."""
     if not study.unseen_refspatial:
         return []
-    from pointfail.benchmarks.refspatial import UNSEEN_WARNING
+    from pointfail.inputs.benchmarks.refspatial import UNSEEN_WARNING
 
     n = len({sid for _, sid in study.unseen_refspatial})
     return [f"RefSpatial-Bench's Unseen split: {n} sample(s) are counted in its column and in pooled; {UNSEEN_WARNING}"]

@@ -150,9 +150,9 @@ def failure_profile(tables_dir: Path) -> str:
 
 def _apart(key: str) -> str:
     """A column counted apart with what it means, in the failure browser's words
-    (:data:`pointfail.view.style.SEGMENT_LABELS`): ``malformed_box (point answer to a box task)``,
+    (:data:`pointfail.outputs.view.style.SEGMENT_LABELS`): ``malformed_box (point answer to a box task)``,
     ``unlabeled (judge abstained)``, ``judge_unavailable``, ``pending (not judged yet)``."""
-    from pointfail.view.style import SEGMENT_LABELS
+    from pointfail.outputs.view.style import SEGMENT_LABELS
 
     label = SEGMENT_LABELS[key]
     if label.startswith(key + " "):

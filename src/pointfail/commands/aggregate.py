@@ -177,7 +177,7 @@ def _report(args: argparse.Namespace) -> int:
     from pointfail.records import RecordError
 
     require("report", "the report")
-    from pointfail.report import make_report
+    from pointfail.outputs.report import make_report
 
     try:
         written = make_report(args.study, args.out)

@@ -63,11 +63,11 @@ them. Exit 2 listing every missing, unreadable or refused file by row.""",
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from pointfail.benchmarks import BenchmarkError
-    from pointfail.benchmarks.fetch import FetchError, fetch
+    from pointfail.inputs.benchmarks import BenchmarkError
+    from pointfail.inputs.benchmarks.fetch import FetchError, fetch
 
     if args.study is not None:
-        from pointfail.studylock import LockError, fetch_benchmark
+        from pointfail.inputs.studylock import LockError, fetch_benchmark
 
         try:
             out = fetch_benchmark(args.study, args.benchmark, to=args.to, lock_file=args.lock)
@@ -91,7 +91,7 @@ def _fetch(args: argparse.Namespace) -> int:
 def _sources(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from pointfail.benchmarks.fetch import SOURCES
+    from pointfail.inputs.benchmarks.fetch import SOURCES
 
     rows = [(n, s.repo_id, s.repo_type, s.revision or "(not pinned: pass --revision)", s.note)
             for n, s in sorted(SOURCES.items())]
@@ -102,7 +102,7 @@ def _sources(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from pointfail.benchmarks import BenchmarkError, load, require_images
+    from pointfail.inputs.benchmarks import BenchmarkError, load, require_images
 
     import warnings
 

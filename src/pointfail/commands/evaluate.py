@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="output folder (created; rerun with the same folder to continue)")
     p.add_argument("--family", help="the model family the text replies are written in, any spelling "
                    "(qwen2.5-vl, Molmo, ...; list: pointfail families)")
-    from pointfail.replies import FRAMES
+    from pointfail.inputs.replies import FRAMES
 
     p.add_argument("--frame", choices=sorted(FRAMES),
                    help="what coordinate replies are: pixels of the image, or unit fractions (0 to 1)")
@@ -123,11 +123,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print the summary; returns the exit status described in the help."""
-    from pointfail.benchmarks import BenchmarkError
-    from pointfail.evaluate import EvaluateError, ServedIncomplete, evaluate_replies, evaluate_served
-    from pointfail.judge.stage import StageBusy
+    from pointfail.inputs.benchmarks import BenchmarkError
+    from pointfail.running.evaluate import EvaluateError, ServedIncomplete, evaluate_replies, evaluate_served
+    from pointfail.running.judges.stage import StageBusy
     from pointfail.records import RecordError
-    from pointfail.replies import RepliesError
+    from pointfail.inputs.replies import RepliesError
 
     served = args.replies is None
     if served and not (args.base_url and args.model and args.family):
@@ -225,7 +225,7 @@ def _print(res) -> None:
     if more:
         details.append(f"  ... {more} more (counted by kind above; the first listed in {res.out_dir / 'evaluation.json'})")
     if res.judge_report:
-        from pointfail.evaluate import judge_line
+        from pointfail.running.evaluate import judge_line
 
         details.append(judge_line(res.judge_report))
     if res.judge_note:

@@ -1,12 +1,12 @@
 """``pointfail generate <kind> ...``: write a synthetic suite; ``pointfail generate verify DIR``.
 
-Implementation notes (the user-facing text is :data:`DESCRIPTION`). Each kind is the module ``pointfail.suites.<kind>`` (``sheets``, ``text``, ``web``), which provides
+Implementation notes (the user-facing text is :data:`DESCRIPTION`). Each kind is the module ``pointfail.generated.suites.<kind>`` (``sheets``, ``text``, ``web``), which provides
 ``add_arguments(parser)`` and ``run(args) -> int``. The module is imported only when its kind is
 chosen (the kind's parser fills in its arguments on first use), so ``pointfail --help`` imports no
 generator and a kind whose module is missing fails with a clear message instead of breaking the CLI.
 
 ``pointfail generate verify DIR [--regenerate]`` checks a suite against its ``manifest.json`` (see
-:func:`pointfail.suites.manifest.verify_manifest`) and prints what differs and why.
+:func:`pointfail.generated.suites.manifest.verify_manifest`) and prints what differs and why.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import importlib
 import sys
 
 from pointfail.commands._help import HelpFormatter, add_command, example_epilog, prints_help
-from pointfail.suites import KINDS
+from pointfail.generated.suites import KINDS
 
 DESCRIPTION = """\
 Generate a synthetic GUI suite in PointerBench's layout, with a scene graph per
@@ -36,7 +36,7 @@ KIND_EXAMPLES = {
 
 
 class _LazyKindParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` that imports ``pointfail.suites.<kind>`` and lets it add its arguments
+    """An ``ArgumentParser`` that imports ``pointfail.generated.suites.<kind>`` and lets it add its arguments
     the first time it parses (argparse's sub-parser action calls ``parse_known_args``)."""
 
     kind: str | None = None
@@ -47,9 +47,9 @@ class _LazyKindParser(argparse.ArgumentParser):
         if self.kind and not self._loaded:
             self._loaded = True
             try:
-                mod = importlib.import_module(f"pointfail.suites.{self.kind}")
+                mod = importlib.import_module(f"pointfail.generated.suites.{self.kind}")
             except ModuleNotFoundError as e:
-                if e.name != f"pointfail.suites.{self.kind}":
+                if e.name != f"pointfail.generated.suites.{self.kind}":
                     raise
                 self._missing = True
                 self.set_defaults(func=_missing(self.kind))
@@ -63,7 +63,7 @@ class _LazyKindParser(argparse.ArgumentParser):
 
 def _missing(kind: str):
     def run(args: argparse.Namespace) -> int:
-        print(f"pointfail generate: the {kind!r} generator (module pointfail.suites.{kind}) is not installed "
+        print(f"pointfail generate: the {kind!r} generator (module pointfail.generated.suites.{kind}) is not installed "
               "in this checkout", file=sys.stderr)
         return 1
 
@@ -96,8 +96,8 @@ generator, seed and n. Prints what differs and why; exit 1 when anything does.""
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from pointfail.suites.errors import SuiteError
-    from pointfail.suites.manifest import verify_manifest
+    from pointfail.generated.suites.errors import SuiteError
+    from pointfail.generated.suites.manifest import verify_manifest
 
     try:
         res = verify_manifest(args.suite_dir, regenerate=args.regenerate)

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from pointfail.commands._help import add_command
-from pointfail.judge.settings import DEFAULT_OPTIONS
+from pointfail.running.judges.settings import DEFAULT_OPTIONS
 
 TYPE_CHECKING = False  # typing and pathlib are not imported at run time: ``pointfail COMMAND --help`` stays light
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ until they are asked again), before 3, as pointfail evaluate.""",
         example="pointfail judge records/default --judge oracle",
     )
     p.add_argument("records_dir", metavar="STUDY", help="the study's records directory (records/<study>)")
-    from pointfail.judge.kinds import list_kinds
+    from pointfail.running.judges.kinds import list_kinds
 
     kinds = list_kinds()
     p.add_argument("--judge", choices=[k.name for k in kinds],
@@ -122,7 +122,7 @@ image or mask. Needs the judge extra: pip install 'pointfail[judge]'.""",
     o.add_argument("--normalized", action="store_true",
                    help="--point and --box are fractions of the image's width and height (0 to 1)")
     o.add_argument("--instruction", required=True, help="the instruction the model was given")
-    from pointfail.judge.settings import DEFAULT_MODEL
+    from pointfail.running.judges.settings import DEFAULT_MODEL
 
     add_ollama_args(o, model_help=f"the judge model's Ollama tag (default: {DEFAULT_MODEL})")
     o.set_defaults(func=_judge_one)
@@ -150,11 +150,11 @@ over the human annotators together. Exit 1 when the study has fewer than two jud
 
 def _study_config(records_dir: Path) -> dict[str, Any]:
     """``{"study": {...}, "judge": {...}}`` of the records folder's ``study.toml`` read through
-    :func:`pointfail.study.load_study` (``{}`` when there is none).
+    :func:`pointfail.inputs.study.load_study` (``{}`` when there is none).
 
     Raises:
-        pointfail.study.StudyError: the file breaks the study format."""
-    from pointfail.study import load_study
+        pointfail.inputs.study.StudyError: the file breaks the study format."""
+    from pointfail.inputs.study import load_study
 
     p = records_dir / "study.toml"
     if not p.is_file():
@@ -165,7 +165,7 @@ def _study_config(records_dir: Path) -> dict[str, Any]:
 
 def settings_from_args(args: argparse.Namespace, jcfg: "Optional[dict[str, Any]]" = None,
                        kind: str = "ollama") -> "dict[str, Any]":
-    """The judge settings (:mod:`pointfail.judge.kinds`): the study's ``[judge]`` table ``jcfg`` with
+    """The judge settings (:mod:`pointfail.running.judges.kinds`): the study's ``[judge]`` table ``jcfg`` with
     the options of :func:`add_ollama_args` / :func:`add_openai_args` (and a kind's own) laid over it
     where given; ``--model`` is the ``<kind>_model``."""
     out: dict[str, Any] = dict(jcfg or {})
@@ -184,7 +184,7 @@ def settings_from_args(args: argparse.Namespace, jcfg: "Optional[dict[str, Any]]
 def make_ollama(args: argparse.Namespace, model: "Optional[str]", concurrency: int = 1) -> "Any":
     """An ``OllamaJudge`` from the options of :func:`add_ollama_args` (not yet entered), through the
     judge registry."""
-    from pointfail.judge.kinds import make_judges
+    from pointfail.running.judges.kinds import make_judges
 
     settings = settings_from_args(args)
     settings.update(ollama_model=model, concurrency=concurrency)
@@ -195,7 +195,7 @@ def make_openai(args: argparse.Namespace, base_url: str, model: str, api_key_env
                 concurrency: int = 1) -> "Any":
     """An ``OpenAIJudge`` (any OpenAI-compatible server) from the options of :func:`add_ollama_args`
     (seed, reply cap, timeout, retries, schema), not yet entered, through the judge registry."""
-    from pointfail.judge.kinds import make_judges
+    from pointfail.running.judges.kinds import make_judges
 
     settings = settings_from_args(args, kind="openai")
     settings.update(openai_base_url=base_url, openai_model=model, openai_api_key_env=api_key_env,
@@ -221,10 +221,10 @@ def _study_misses(root: "Path") -> "set[tuple[str, str, str]]":
 def _judge(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pointfail.judge.kinds import JudgeSetupError, get_kind
-    from pointfail.judge.stage import StageBusy, judge_study
+    from pointfail.running.judges.kinds import JudgeSetupError, get_kind
+    from pointfail.running.judges.stage import StageBusy, judge_study
     from pointfail.records import RecordError
-    from pointfail.study import StudyError
+    from pointfail.inputs.study import StudyError
 
     root = Path(args.records_dir)
     if not root.is_dir():
@@ -358,15 +358,15 @@ def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str
     """``None`` when something answers HTTP at the judge's host, else why not (one line). A refused
     connection fails at once here, instead of after the client's transport retries. Only the status
     line and headers are read, within a total deadline of ``timeout_s`` seconds, through the bounded
-    transport (:func:`pointfail.served.bounded.http_client`), so a server that drips or sends an
+    transport (:func:`pointfail.running.served.bounded.http_client`), so a server that drips or sends an
     endless body cannot hold the check; a redirect is refused (never followed)."""
     import asyncio
 
     import httpx
 
-    from pointfail.judge.client import resolve_host
-    from pointfail.served.bounded import Redirected, ReplyTooLarge, http_client
-    from pointfail.served.transport import describe
+    from pointfail.running.judges.client import resolve_host
+    from pointfail.running.served.bounded import Redirected, ReplyTooLarge, http_client
+    from pointfail.running.served.transport import describe
 
     url = resolve_host(host)
 
@@ -380,7 +380,7 @@ def judge_reachable(host: Optional[str], timeout_s: float = 5.0) -> Optional[str
     except httpx.ConnectError as e:
         import os
 
-        from pointfail.served.transport import exception_chain
+        from pointfail.running.served.transport import exception_chain
 
         # the system's own words ("[Errno 111] Connection refused") where the chain has them
         why: object = next((f"[Errno {c.errno}] {os.strerror(c.errno)}" for c in exception_chain(e)
@@ -401,7 +401,7 @@ def _judge_one(args: argparse.Namespace) -> int:
     require("judge", "judge-one")
     from PIL import Image
 
-    from pointfail.judge.render import point_outside, render_miss
+    from pointfail.running.judges.render import point_outside, render_miss
     from pointfail.records import Target
 
     try:
@@ -453,7 +453,7 @@ def _agreement(args: argparse.Namespace) -> int:
 
     from pointfail.judge.agreement import AgreementError, agreement_report, format_text, report_json
     from pointfail.records import RecordError
-    from pointfail.study import AggregateSpec, StudyError, load_study
+    from pointfail.inputs.study import AggregateSpec, StudyError, load_study
 
     root = Path(args.records_dir)
     if not root.is_dir():

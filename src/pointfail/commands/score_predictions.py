@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``score-predictions`` subcommand."""
     from pathlib import Path
 
-    from pointfail.replies import FRAMES
+    from pointfail.inputs.replies import FRAMES
 
     p = add_command(subparsers, "score-predictions",
                     description=DESCRIPTION, example=EXAMPLE)
@@ -69,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from pointfail.benchmarks import AXES, BenchmarkError, load
-    from pointfail.benchmarks.official import score_pointerbench_predictions
+    from pointfail.inputs.benchmarks import AXES, BenchmarkError, load
+    from pointfail.official import score_pointerbench_predictions
     from pointfail.records import canonical_json
-    from pointfail.replies import FRAMES, RepliesError, ReplyProblem, read_replies
+    from pointfail.inputs.replies import FRAMES, RepliesError, ReplyProblem, read_replies
 
     try:
         samples = load(args.benchmark, args.data)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _all_fractions(objs) -> bool:
     """Whether the file has coordinates and every one lies in [0, 1] (a diagnostic for the pixels frame)."""
-    from pointfail.benchmarks.official import prediction_box, prediction_point
+    from pointfail.official import prediction_box, prediction_point
 
     values: list[float] = []
     for o in objs:

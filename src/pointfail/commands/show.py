@@ -119,7 +119,7 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     canvas.paste(top, (0, 0))
     d = ImageDraw.Draw(canvas)
     try:
-        from pointfail.suites.fonts import load_font
+        from pointfail.generated.suites.fonts import load_font
 
         font = load_font("dejavu-sans", 12)
     except Exception:  # caption only: fall back to Pillow's built-in font when DejaVu is absent

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Build (and serve) the site; 0 on success, 1 naming the record or study problem."""
     from pointfail.aggregate import AggregateError
     from pointfail.records import RecordError
-    from pointfail.view import build_site, serve
+    from pointfail.outputs.view import build_site, serve
 
     try:
         res = build_site(args.study, args.out, image_roots=args.image_root, with_images=not args.no_images,

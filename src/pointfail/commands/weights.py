@@ -1,6 +1,6 @@
 """``pointfail weights-manifest``: record (or check) the sha256 of every file of a weights folder, so
 checkpoints that run their own code load only from those exact files
-(:mod:`pointfail.backends.manifest`)."""
+(:mod:`pointfail.running.backends.manifest`)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pointfail.backends.base import BackendError
-    from pointfail.backends.manifest import verify_weights, write_weights_manifest
+    from pointfail.running.backends.base import BackendError
+    from pointfail.running.backends.manifest import verify_weights, write_weights_manifest
 
     try:
         if args.out:

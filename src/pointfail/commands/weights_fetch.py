@@ -1,5 +1,5 @@
 """``pointfail weights fetch MODEL --study records/<study>/study.toml [--to DIR]``: a study model's
-checkpoint from its hub repository, through the study's lock (:func:`pointfail.studylock.fetch_weights`):
+checkpoint from its hub repository, through the study's lock (:func:`pointfail.inputs.studylock.fetch_weights`):
 the first fetch resolves an unpinned revision once and writes it with a sha256 per file to
 ``records/<study>/study.lock``; later fetches use the lock and refuse files that do not match.
 ``HF_ENDPOINT`` selects the hub (a mirror, or pointfail's loopback stand-in in rehearsals).
@@ -43,7 +43,7 @@ Exit 2 naming every file that does not match the lock.""",
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from pointfail.studylock import LockError, fetch_weights
+    from pointfail.inputs.studylock import LockError, fetch_weights
 
     if args.to is not None and len(args.models) > 1:
         print("error: --to takes one model", file=sys.stderr)

@@ -90,7 +90,7 @@ class Family:
         frame: the declared coordinate frame.
         checkpoints: hub ids of the checkpoints this family covers (documentation; the study file
             names the one used).
-        backend: module that loads and runs the model inside its image (``pointfail.backends.<name>``),
+        backend: module that loads and runs the model inside its image (``pointfail.running.backends.<name>``),
             ``None`` for parse-only families (API models, served models).
         needs_weights: whether running the family's backend needs a checkpoint on disk (``False`` for
             the weight-free baselines ``center`` and ``ocr``); the runner checks weights only for
@@ -124,7 +124,7 @@ class Family:
     declines_by_silence: ClassVar[bool] = False
     lineage: ClassVar[tuple[str, ...]] = ()
     """Model lines the family's checkpoints derive from (the developers' line and the language models
-    they are built on, lower case), for the out-of-family judge check (:mod:`pointfail.judge.lineage`);
+    they are built on, lower case), for the out-of-family judge check (:mod:`pointfail.running.judges.lineage`);
     empty for baselines that are no model."""
     image_requirements: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
     """``{package: (why, checkpoints)}``: a package the named checkpoints need in the family's image

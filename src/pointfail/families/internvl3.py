@@ -28,7 +28,7 @@ class InternVL3(Family):
     lineage = ("internvl", "qwen")  # InternVL3 pairs InternViT with Qwen2.5 language models (InternVL3 report)
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the image (InternVL <box>)")
     checkpoints = ("OpenGVLab/InternVL3-1B", "OpenGVLab/InternVL3-2B", "OpenGVLab/InternVL3-8B")
-    backend = "pointfail.backends.internvl3"
+    backend = "pointfail.running.backends.internvl3"
     point_prompt = TEMPLATE
     box_prompt = TEMPLATE
     decimals = 0

@@ -49,7 +49,7 @@ class Molmo(Family):
     lineage = ("molmo", "olmo", "qwen")  # Molmo-7B-D is built on Qwen2-7B, MolmoE-1B on OLMoE-1B-7B, Molmo-7B-O on OLMo-7B (Molmo paper)
     frame = Frame("percent_100", "percent", 100, "xy", "0-100 percent of the original image (Molmo point tags)")
     checkpoints = ("allenai/Molmo-7B-D-0924", "allenai/MolmoE-1B-0924")
-    backend = "pointfail.backends.molmo"
+    backend = "pointfail.running.backends.molmo"
     point_prompt = "{point_to}"
     box_prompt = "{point_to}"
     # Molmo's pointing data answers a query whose object is missing with "There are none."

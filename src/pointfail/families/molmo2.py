@@ -38,7 +38,7 @@ class Molmo2(Family):
     lineage = ("molmo", "olmo", "qwen")  # Molmo2 checkpoints are built on Qwen3 and OLMo3 language models (Molmo2 model cards)
     frame = Frame("grid_1000", "grid", 1000, "xy", "0-1000 grid of the image (Molmo2 coords)")
     checkpoints = ("allenai/Molmo2-4B", "allenai/Molmo2-8B")
-    backend = "pointfail.backends.molmo2"
+    backend = "pointfail.running.backends.molmo2"
     point_prompt = "{point_to}"
     box_prompt = "{point_to}"
     # declines as Molmo does (its pointing data answers a query whose object is missing with "There are none.")

@@ -1,7 +1,7 @@
 """``ocr`` baseline: a non-VLM pointer that reads the screenshot with Tesseract, in the ``json_pixels``
 convention.
 
-Its worker (``pointfail.backends.ocr``) matches the instruction's quoted text / cell references
+Its worker (``pointfail.running.backends.ocr``) matches the instruction's quoted text / cell references
 against the OCR'd words and answers ``{"point": [x, y]}`` or ``{"bbox": [...]}`` in pixels of the
 original image; parsing is exactly :mod:`json_pixels`.
 """
@@ -15,7 +15,7 @@ class Ocr(JsonPixels):
     """Tesseract-based baseline (json_pixels answers)."""
 
     name = "ocr"
-    backend = "pointfail.backends.ocr"
+    backend = "pointfail.running.backends.ocr"
     needs_weights = False
 
 

@@ -30,7 +30,7 @@ class Qwen25VL(QwenJSONFamily):
     frame = Frame("pixels_resized", "pixels_resized", None, "xy", "absolute pixels of the smart_resize'd model input")
     checkpoints = ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct")
     resize = SMART_RESIZE_DEFAULTS["qwen2_5_vl"]
-    backend = "pointfail.backends.qwen2_5_vl"
+    backend = "pointfail.running.backends.qwen2_5_vl"
     json_layout = "indented"
 
 

@@ -27,7 +27,7 @@ class Qwen3VL(QwenJSONFamily):
         "Qwen/Qwen3-VL-8B-Instruct",
         "Qwen/Qwen3-VL-8B-Thinking",
     )
-    backend = "pointfail.backends.qwen3_vl"
+    backend = "pointfail.running.backends.qwen3_vl"
     json_layout = "compact"
 
 

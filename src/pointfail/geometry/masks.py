@@ -452,7 +452,7 @@ def mask_pixels(path: str | Path) -> np.ndarray:
     """The pixel values of a mask file as decoded, not binarized: ``(H, W)`` for a grey image (a
     ``1``-mode image as 0/255 grey), ``(H, W, C)`` with channels. Read-only and cached with the decoded
     masks. For the official scorers, which threshold masks by their own published rules
-    (:mod:`pointfail.benchmarks.official`).
+    (:mod:`pointfail.official`).
 
     Raises:
         MaskError: missing, unreadable or corrupt file (names the file).

@@ -44,7 +44,7 @@ from pointfail.records import FAILURE_MODES, iter_records, records_files
 
 ORACLE = "oracle"
 HUMAN_PREFIX = "human:"
-"""Judge names of human annotators: ``human:<annotator>`` (:mod:`pointfail.judge.human`)."""
+"""Judge names of human annotators: ``human:<annotator>`` (:mod:`pointfail.running.judges.human`)."""
 UNLABELED = "unlabeled"
 LEVEL = 0.95
 

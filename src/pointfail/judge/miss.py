@@ -1,9 +1,9 @@
 """The interface every judge implements: one :class:`Miss` in, one :class:`~pointfail.records.Judgment` out.
 
-The judge stage (:func:`pointfail.judge.stage.judge_study`) turns each miss of a study into a
+The judge stage (:func:`pointfail.running.judges.stage.judge_study`) turns each miss of a study into a
 :class:`Miss` (the record, its primary point, where its files are, this judge's earlier verdict) and
 hands it to the judge, whichever it is: the oracle (:class:`pointfail.judge.oracle.OracleJudge`,
-exact labels from the scene graph) or a model judge (:class:`pointfail.judge.client.ChatJudge`:
+exact labels from the scene graph) or a model judge (:class:`pointfail.running.judges.client.ChatJudge`:
 Ollama, or any OpenAI-compatible server). A judge is an async context manager (a model judge opens
 its connection there) with a ``name`` (``oracle``, ``ollama:<model>``, ...) and
 ``judge_miss(miss)``.

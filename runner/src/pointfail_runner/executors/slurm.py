@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..plan import PlanError
 from . import Submission, load_settings, pin_models, prepare
 
-WORKER = ["/opt/venv/bin/python", "-m", "pointfail.worker"]
+WORKER = ["/opt/venv/bin/python", "-m", "pointfail.running.worker"]
 """The worker inside every model image (the images' exec-form ENTRYPOINT)."""
 
 WORKER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/hf", "XDG_CACHE_HOME": "/tmp/cache",

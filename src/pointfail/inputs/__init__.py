@@ -1,0 +1,3 @@
+"""Machinery: inputs and studies -- benchmark loaders and fetchers, study files and locks, the
+replies a user brings, the model hub's file lists.
+"""

@@ -1,0 +1,2 @@
+"""Machinery: what users look at -- the report (figures) and the study browser (view).
+"""
