@@ -309,9 +309,7 @@ def test_local_executor_shards_merge_to_the_single_machine_records(study_dir, tm
     plan = pmod.build_plan(study_file, repo=repo, data_root=study_dir / "data/tiny", shards=3, log=lambda s: None)
     plan_file = pmod.write_plan(plan, tmp_path / "plan.json")
     # a container left on shard 0 by a runner that died (SIGKILL) is removed before the shard runs
-    from pointfail_runner.images import find_image
-
-    orphan = client.containers.create(find_image(client, repo, "center"), command=["--help"],
+    orphan = client.containers.create(_center_image(client, repo), command=["--help"],
                                       labels={"org.pointfail.job": str((tmp_path / "run/center/shards/0").resolve())},
                                       name=f"pointfail-test18-orphan-{os.getpid()}")
     sub = local.submit(plan_file, repo=repo, run_dir=tmp_path / "run", data_root=study_dir / "data/tiny",
@@ -407,3 +405,16 @@ def test_plan_and_run_give_an_unpinned_model_the_revision_its_study_lock_holds(s
     prov = {m: json.loads((roots.records / m / "alpha.jsonl").read_text().splitlines()[0])["provenance"]
             for m in ("center", "center2")}
     assert (prov["center"].get("model_revision"), prov["center2"]["model_revision"]) == (None, rev)
+
+
+def _center_image(client, repo: Path) -> str:
+    """The content-keyed tag of ``images/center`` for this checkout (the engine has it: run_study built it)."""
+    from pointfail_runner import base as base_mod
+    from pointfail_runner import locks
+    from pointfail_runner.images import image_key
+
+    base = base_mod.find_base(client, base_mod.read_lock(repo / "images/base/base.lock.json"), None)
+    assert base is not None and locks.lock_path(repo / "images" / "center", "cpu").is_file()
+    tag = f"pointfail/center:cpu-{image_key(repo, 'center', 'cpu', base.id, None)[:12]}"
+    client.images.get(tag)
+    return tag

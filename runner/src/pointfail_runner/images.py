@@ -403,22 +403,6 @@ def prune_old_tags(client, name: str, variant: str, keep: str, log: Callable[[st
     return removed
 
 
-def find_image(client, repo: Path, name: str, variant: str = "cpu", snapshot: Optional[str] = None) -> Optional[str]:
-    """The content-keyed tag of ``images/<name>`` for the current checkout if the engine has it."""
-    from docker.errors import ImageNotFound
-
-    repo = Path(repo)
-    base = base_mod.find_base(client, base_mod.read_lock(repo / "images/base/base.lock.json"), snapshot)
-    if base is None or not locks.lock_path(repo / "images" / name, variant).is_file():
-        return None
-    tag = f"pointfail/{name}:{variant}-{image_key(repo, name, variant, base.id, snapshot)[:12]}"
-    try:
-        client.images.get(tag)
-        return tag
-    except ImageNotFound:
-        return None
-
-
 def check_pins(repo: Path, names: Optional[list[str]] = None, *, snapshot: Optional[str] = None,
                snapshot_mirror: Optional[str] = None, client=None, log: Callable[[str], None] = print) -> int:
     """``make check-pins``: list the recorded Debian versions (``images/base/base.lock.json`` and every

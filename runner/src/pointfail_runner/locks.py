@@ -222,11 +222,6 @@ def compile_host_lock(src: Path, out: Path, pythons: tuple[str, ...] = HOST_PYTH
     return out
 
 
-def lock_sha256(image_dir: Path, variant: str = "cpu") -> str:
-    """sha256 of the lock file's bytes (the value of the image label ``org.pointfail.lock-sha256``)."""
-    return file_sha256(lock_path(image_dir, variant))
-
-
 def wheel_dir(wheelhouse: Path, image: str, variant: str) -> Path:
     """``wheelhouse/<image>/<variant>``."""
     return Path(wheelhouse) / image / variant

@@ -56,7 +56,6 @@ from pointfail.records import (
     Record,
     RecordError,
     append_jsonl,
-    canonical_json,
     iter_jsonl,
     read_records,
     records_files,
@@ -390,8 +389,3 @@ async def _run(judge: Judge, todo: list[tuple[_FileState, Record]], paths: _Path
             note(st, rec, j)
 
         await asyncio.gather(*(one(st, rec) for st, rec in todo))
-
-
-def canonical_report(report: StageReport) -> str:
-    """The report as one canonical JSON line."""
-    return canonical_json(report.to_dict())
