@@ -229,7 +229,7 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
         (empty when the record is consistent), and whether outcome and geometry could be re-derived
         (``False`` for a mask target whose file is not on disk).
     """
-    from pointfail.inputs.benchmarks._common import boxes_sha256
+    from pointfail.records import boxes_sha256
     from pointfail.records import Sample
     from pointfail.scoring import build_record
 

@@ -85,6 +85,7 @@ from pointfail.limits import MAX_REPLY_CHARS
 from pointfail.records import OfficialScore, ParseResult, Sample
 
 __all__ = [
+    "FRAMES",
     "official_score",
     "rule_pixel",
     "robopoint_text2pts",
@@ -95,6 +96,12 @@ __all__ = [
     "SCREENSPOT_WRONG_FORMAT",
     "screenspot_correctness",
 ]
+
+FRAMES: dict[str, str] = {
+    "pixels": "absolute pixels of the original image (PointerBench's own format)",
+    "unit": "fractions of the image's width and height, 0 to 1",
+}
+"""The frames coordinates in a replies file can be declared in (``--frame``), with what they mean."""
 
 RULES: dict[str, str] = {
     "where2place": "where2place official (RoboPoint summarize_vqa.py): text2pts, mean over all points "
@@ -636,7 +643,7 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
             :func:`pointfail.inputs.replies.read_replies` found).
         axes: metadata axes to break the summary down by; an axis absent from every sample is left
             out, a sample lacking a present axis counts under ``"?"`` (as the official scorers).
-        frame: what the coordinates are, declared by the caller, never guessed (:data:`pointfail.inputs.replies.FRAMES`):
+        frame: what the coordinates are, declared by the caller, never guessed (:data:`FRAMES`):
             ``pixels`` (PointerBench's own) or ``unit`` (fractions, multiplied by each sample's image
             width and height before the official pixel rules).
 
@@ -652,8 +659,6 @@ def score_pointerbench_predictions(samples: list[Sample], predictions: dict[str,
     Raises:
         ValueError: an unknown frame.
     """
-    from pointfail.inputs.replies import FRAMES
-
     if frame not in FRAMES:
         raise ValueError(f"frame must be one of {', '.join(FRAMES)}, got {frame!r}")
     rows: list[dict] = []

@@ -441,6 +441,11 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def boxes_sha256(boxes: list[list[float]]) -> str:
+    """sha256 of the canonical JSON of a list of boxes (the ``Target.sha256`` of box targets)."""
+    return sha256_bytes(canonical_json(boxes).encode("utf-8"))
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes (``hashlib.file_digest``: read in chunks, never whole). Raises
     ``OSError`` if unreadable."""

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.official import FRAMES
+
 __all__ = [
     "COORDINATE_KEYS",
     "FRAMES",
@@ -64,11 +66,6 @@ COORDINATE_KEYS: tuple[str, ...] = ("point", "pred", "coordinate", "prediction",
 """PointerBench's prediction keys (its scorers' ``eval.py``; read by
 :func:`pointfail.official.prediction_point` and ``prediction_box``)."""
 
-FRAMES: dict[str, str] = {
-    "pixels": "absolute pixels of the original image (PointerBench's own format)",
-    "unit": "fractions of the image's width and height, 0 to 1",
-}
-"""The frames coordinates in a replies file can be declared in (``--frame``), with what they mean."""
 
 MAX_LINE_BYTES = 8 << 20
 """Bytes of one line (8 MiB); a longer line is an ``unparseable`` problem, read past, not held."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from pointfail.limits import MAX_IMAGE_BYTES
-from pointfail.records import ImageRef, canonical_json, sha256_bytes
+from pointfail.records import ImageRef, boxes_sha256
 from pointfail.safeio import UnsafeFileError, open_binary
 
 __all__ = [
@@ -338,11 +338,6 @@ def warn_mask_problems(benchmark: str, problems: list[str]) -> None:
         warnings.warn(f"{benchmark}: {len(problems)} sample(s) with an unusable mask, loaded anyway (the "
                       f"scorer records a wrong-size, unreadable or empty mask as an error outcome with "
                       f"its reason): {problems[:5]}", stacklevel=3)
-
-
-def boxes_sha256(boxes: list[list[float]]) -> str:
-    """sha256 of the canonical JSON of a list of boxes (the ``Target.sha256`` of box targets)."""
-    return sha256_bytes(canonical_json(boxes).encode("utf-8"))
 
 
 def check_box(value: Any) -> tuple[list[float] | None, str | None]:
