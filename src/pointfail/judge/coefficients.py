@@ -104,6 +104,16 @@ def kappa_from_confusion(m: Matrix, labels: Sequence[str] = ()) -> tuple[Optiona
     return (p_o - p_e) / (1 - p_e), None
 
 
+def _add_unit(acc: list[list[int]], u: Sequence[int]) -> None:
+    """Add one unit's integer pairings ``n_uc n_uk - [c == k] n_uc`` to ``acc`` (``K x K``)."""
+    k = len(u)
+    for c in range(k):
+        if not u[c]:
+            continue
+        for d in range(k):
+            acc[c][d] += u[c] * u[d] - (u[c] if c == d else 0)
+
+
 def coincidence(units: Sequence[Sequence[int]]) -> list[list[Fraction]]:
     """Krippendorff's coincidence matrix from per-unit value counts.
 
@@ -123,12 +133,7 @@ def coincidence(units: Sequence[Sequence[int]]) -> list[list[Fraction]]:
         m = sum(u)
         if m < 2:
             continue
-        acc = by_m.setdefault(m, [[0] * k for _ in range(k)])
-        for c in range(k):
-            if not u[c]:
-                continue
-            for d in range(k):
-                acc[c][d] += u[c] * u[d] - (u[c] if c == d else 0)
+        _add_unit(by_m.setdefault(m, [[0] * k for _ in range(k)]), u)
     o = [[Fraction(0)] * k for _ in range(k)]
     for m, acc in by_m.items():
         for c in range(k):
