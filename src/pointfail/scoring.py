@@ -36,9 +36,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from pointfail.frames import Frame
 
 from pointfail.geometry import GeometryError, TargetRegion, to_pixels  # masks (numpy) only when a mask is scored
 from pointfail.geometry.shapes import box_center, valid_box
@@ -618,6 +621,48 @@ def _identity_family(fam: Any) -> Any:
     return identity
 
 
+def _compliance_frames(declared: Frame, mis: Optional[tuple[int, int]],
+                       token_frame: bool) -> list[tuple[Frame, bool, str]]:
+    """The frames :func:`frame_compliance` reads a reply under: the declared one first, then every
+    other reading of :data:`COMPLIANCE_READINGS` (none for token frames; ``pixels_resized`` only with a
+    model input size)."""
+    from pointfail.frames import Frame
+
+    frames: list[tuple[Frame, bool, str]] = [(declared, True, declared.doc or declared.kind)]
+    if token_frame:
+        return frames
+    for name, kind, scale, meaning in COMPLIANCE_READINGS:
+        if kind == declared.kind and (scale is None or scale == declared.scale):
+            continue
+        if kind == "pixels_resized" and mis is None:
+            continue
+        frames.append((Frame(name, kind, scale, "xy", meaning), False, meaning))
+    return frames
+
+
+def _compliance_reading(frame: Frame, is_declared: bool, meaning: str, raw: Optional[list[float]],
+                        size: tuple[int, int], mis: Optional[tuple[int, int]], region: TargetRegion,
+                        distances: bool) -> dict[str, Any]:
+    """One reading of :func:`frame_compliance`: the raw primary point under ``frame``, inside or not."""
+    from pointfail.frames import FrameError
+
+    r: dict[str, Any] = {"frame": frame.name, "kind": frame.kind, "declared": is_declared,
+                         "meaning": meaning, "primary": None, "hit": None, "distance_px": None,
+                         "error": None}
+    if raw is None:
+        return r
+    try:
+        pt = [float(v) for v in frame.to_unit(raw[0], raw[1], size, mis)]
+    except FrameError as e:
+        r["error"] = str(e)
+    else:
+        r["primary"] = pt
+        r["hit"] = region.contains(pt)
+        if distances:
+            r["distance_px"] = region.distance_px(pt)
+    return r
+
+
 def frame_compliance(
     family: Any,
     raw_text: str,
@@ -677,43 +722,19 @@ def frame_compliance(
         KeyError: unknown family.
         ValueError: ``image_size`` differs from the region's.
     """
-    from pointfail.frames import Frame, FrameError
-
     fam = _resolve_family(family)
     size = (int(image_size[0]), int(image_size[1]))
     if size != region.image_size:
         raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
     mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
-    declared: Frame = fam.frame
+    declared = fam.frame
     raw_parse = _identity_family(fam).parse(raw_text, size, None, task="point")
     raw = primary_point(raw_parse)
 
     token_frame = declared.kind in _TOKEN_FRAME_KINDS
-    frames: list[tuple[Frame, bool, str]] = [(declared, True, declared.doc or declared.kind)]
-    if not token_frame:
-        for name, kind, scale, meaning in COMPLIANCE_READINGS:
-            if kind == declared.kind and (scale is None or scale == declared.scale):
-                continue
-            if kind == "pixels_resized" and mis is None:
-                continue
-            frames.append((Frame(name, kind, scale, "xy", meaning), False, meaning))
-
-    readings: list[dict[str, Any]] = []
-    for frame, is_declared, meaning in frames:
-        r: dict[str, Any] = {"frame": frame.name, "kind": frame.kind, "declared": is_declared,
-                             "meaning": meaning, "primary": None, "hit": None, "distance_px": None,
-                             "error": None}
-        if raw is not None:
-            try:
-                pt = [float(v) for v in frame.to_unit(raw[0], raw[1], size, mis)]
-            except FrameError as e:
-                r["error"] = str(e)
-            else:
-                r["primary"] = pt
-                r["hit"] = region.contains(pt)
-                if distances:
-                    r["distance_px"] = region.distance_px(pt)
-        readings.append(r)
+    frames = _compliance_frames(declared, mis, token_frame)
+    readings = [_compliance_reading(frame, is_declared, meaning, raw, size, mis, region, distances)
+                for frame, is_declared, meaning in frames]
     return {
         "diagnostic": True,
         "note": "diagnostic only: other readings of the same numbers; the outcome is always scored in "
