@@ -200,30 +200,44 @@ def _text2pts(text: str, width: int, height: int, variant: str, absolute: bool) 
     for m in _TUPLE.finditer(text[:MAX_REPLY_CHARS]):
         vec = [_number(t.strip()) for t in m.group(1).split(",")]
         if len(vec) == 2:
-            x, y = vec
-            if isinstance(x, float) or isinstance(y, float):
-                if absolute:
-                    return None
-                x, y = int(x * width), int(y * height)
-            items.append(("pt", x, y))
+            item = _point_item(vec, width, height, absolute)
         elif len(vec) == 4:
-            x0, y0, x1, y1 = vec
-            if variant == "robopoint":
-                if isinstance(x0, float):
-                    x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
-                if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
-                    return None
-                # mask = zeros((height, width)); mask[y0:y1, x0:x1] = 1; its set cells become points
-                items.append(("box", range(width)[x0:x1], range(height)[y0:y1]))
-            else:
-                if not absolute:
-                    x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
-                if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
-                    return None
-                if y1 < y0 or x1 < x0:
-                    return None
-                items.append(("box", range(x0, x1), range(y0, y1)))
+            item = _box_item(vec, width, height, variant, absolute)
+        else:
+            continue
+        if item is None:  # where the official code raises, the whole reply scores 0
+            return None
+        items.append(item)
     return items
+
+
+def _point_item(vec: list[Any], width: int, height: int, absolute: bool) -> Optional[Item]:
+    """One ``(x, y)`` tuple of :func:`_text2pts`; ``None`` where the official code fails on it."""
+    x, y = vec
+    if isinstance(x, float) or isinstance(y, float):
+        if absolute:
+            return None
+        x, y = int(x * width), int(y * height)
+    return ("pt", x, y)
+
+
+def _box_item(vec: list[Any], width: int, height: int, variant: str, absolute: bool) -> Optional[Item]:
+    """One ``(x0, y0, x1, y1)`` tuple of :func:`_text2pts`; ``None`` where the official code fails on it."""
+    x0, y0, x1, y1 = vec
+    if variant == "robopoint":
+        if isinstance(x0, float):
+            x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
+        if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
+            return None
+        # mask = zeros((height, width)); mask[y0:y1, x0:x1] = 1; its set cells become points
+        return ("box", range(width)[x0:x1], range(height)[y0:y1])
+    if not absolute:
+        x0, y0, x1, y1 = int(x0 * width), int(y0 * height), int(x1 * width), int(y1 * height)
+    if not (isinstance(x0, int) and isinstance(y0, int) and isinstance(x1, int) and isinstance(y1, int)):
+        return None
+    if y1 < y0 or x1 < x0:
+        return None
+    return ("box", range(x0, x1), range(y0, y1))
 
 
 def roborefer_xml2pts(text: str, width: int, height: int) -> Optional[list[Item]]:
