@@ -78,6 +78,37 @@ __all__ = ["Family", "family_key", "get_family", "list_families", "FrameError"]
 Size = tuple[float, float]
 
 
+def _place(vals: list[float], task: str, diag: Diagnostics, points: list[list[float]],
+           boxes: list[list[float]]) -> None:
+    """Append one converted group: a point, or a box (sorted when inverted; its centre as a point when
+    it has no area, and also as the point of a point task)."""
+    if len(vals) == 2:
+        points.append(vals)
+        return
+    x0, y0, x1, y1 = vals
+    if x0 > x1 or y0 > y1:
+        diag.flag("inverted_box")
+        x0, x1 = min(x0, x1), max(x0, x1)
+        y0, y1 = min(y0, y1), max(y0, y1)
+    centre = list(box_center((x0, y0, x1, y1)))
+    if x0 == x1 or y0 == y1:
+        diag.flag("zero_area_box")
+        points.append(centre)
+        return
+    boxes.append([x0, y0, x1, y1])
+    if task == "point":
+        diag.flag("box_center")
+        points.append(centre)
+
+
+def _flag_out_of_image(points: list[list[float]], boxes: list[list[float]], diag: Diagnostics) -> None:
+    """Flag ``out_of_image`` when any point or box corner lies outside the unit square."""
+    for p in points + [b[:2] for b in boxes] + [b[2:] for b in boxes]:
+        if not (0.0 <= p[0] <= 1.0 and 0.0 <= p[1] <= 1.0):
+            diag.flag("out_of_image")
+            break
+
+
 class Family:
     """A model family: native prompt phrasing, output parser and coordinate frame.
 
@@ -191,12 +222,7 @@ class Family:
                 resized-input frame) or a size is not positive. Never raised because of the text.
             ValueError: ``task`` is not ``point`` or ``box``.
         """
-        if task not in ("point", "box"):
-            raise ValueError(f"task must be 'point' or 'box', got {task!r}")
-        # fail on caller errors before reading the text, so they never depend on the reply
-        self.frame.to_unit(0.0, 0.0, image_size, model_input_size)
-        if self.frame.kind != "pixels_original" and image_size is not None:
-            check_size(image_size, "image_size")
+        self._check_call(task, image_size, model_input_size)
         diag = Diagnostics()
         result = functools.partial(ParseResult, family=self.name, frame=self.frame.name)
         if not text or not text.strip():
@@ -215,53 +241,9 @@ class Family:
         truncated = looks_truncated(answer)
         if truncated:
             diag.flag("truncated")
-
-        points: list[list[float]] = []
-        boxes: list[list[float]] = []
-        for it in items:
-            try:
-                nums = [read_number(t, diag) for t in it.tokens]
-            except NumberError as e:
-                diag.ignore(e.reason, it.source)
-                diag.bad_reasons.append(e.reason)
-                continue
-            vals = self.convert(it, nums, image_size, model_input_size)
-            if not all(math.isfinite(v) and abs(v) <= MAX_ABS_UNIT_COORD for v in vals):
-                diag.ignore("coordinate_overflow", it.source)
-                diag.bad_reasons.append("coordinate_overflow")
-                continue
-            if len(vals) == 2:
-                points.append(vals)
-                continue
-            x0, y0, x1, y1 = vals
-            if x0 > x1 or y0 > y1:
-                diag.flag("inverted_box")
-                x0, x1 = min(x0, x1), max(x0, x1)
-                y0, y1 = min(y0, y1), max(y0, y1)
-            centre = list(box_center((x0, y0, x1, y1)))
-            if x0 == x1 or y0 == y1:
-                diag.flag("zero_area_box")
-                points.append(centre)
-                continue
-            boxes.append([x0, y0, x1, y1])
-            if task == "point":
-                diag.flag("box_center")
-                points.append(centre)
-        for p in points + [b[:2] for b in boxes] + [b[2:] for b in boxes]:
-            if not (0.0 <= p[0] <= 1.0 and 0.0 <= p[1] <= 1.0):
-                diag.flag("out_of_image")
-                break
-        reason = None
-        if not points and not boxes:
-            if diag.bad_reasons:
-                reason = diag.bad_reasons[0]
-            elif truncated:
-                reason = "truncated"
-            elif self.declines_by_silence or reads_as_decline(answer):
-                diag.flag("declined")
-                reason = "declined"
-            else:
-                reason = "no_coordinates"
+        points, boxes = self._coordinates(items, diag, image_size, model_input_size, task)
+        _flag_out_of_image(points, boxes, diag)
+        reason = self._empty_reason(answer, truncated, diag) if not points and not boxes else None
         return result(
             points=points,
             boxes=boxes,
@@ -270,6 +252,54 @@ class Family:
             reason=reason,
             truncated=truncated,
         )
+
+    def _check_call(self, task: str, image_size: Size, model_input_size: Optional[Size]) -> None:
+        """The caller's errors (:meth:`parse`'s ``Raises``), checked before the text is read so they never
+        depend on the reply."""
+        if task not in ("point", "box"):
+            raise ValueError(f"task must be 'point' or 'box', got {task!r}")
+        self.frame.to_unit(0.0, 0.0, image_size, model_input_size)
+        if self.frame.kind != "pixels_original" and image_size is not None:
+            check_size(image_size, "image_size")
+
+    def _coordinates(self, items: list[Item], diag: Diagnostics, image_size: Size,
+                     model_input_size: Optional[Size], task: str) -> tuple[list[list[float]], list[list[float]]]:
+        """Step 5: each group's numbers read and converted to the unit square; ``(points, boxes)``."""
+        points: list[list[float]] = []
+        boxes: list[list[float]] = []
+        for it in items:
+            vals = self._unit_values(it, diag, image_size, model_input_size)
+            if vals is not None:
+                _place(vals, task, diag, points, boxes)
+        return points, boxes
+
+    def _unit_values(self, it: Item, diag: Diagnostics, image_size: Size,
+                     model_input_size: Optional[Size]) -> Optional[list[float]]:
+        """One group in the unit square, or ``None`` (recorded as ignored) when a number does not read or
+        a coordinate overflows."""
+        try:
+            nums = [read_number(t, diag) for t in it.tokens]
+        except NumberError as e:
+            diag.ignore(e.reason, it.source)
+            diag.bad_reasons.append(e.reason)
+            return None
+        vals = self.convert(it, nums, image_size, model_input_size)
+        if not all(math.isfinite(v) and abs(v) <= MAX_ABS_UNIT_COORD for v in vals):
+            diag.ignore("coordinate_overflow", it.source)
+            diag.bad_reasons.append("coordinate_overflow")
+            return None
+        return vals
+
+    def _empty_reason(self, answer: str, truncated: bool, diag: Diagnostics) -> str:
+        """Why a reply with an answer gave no point and no box."""
+        if diag.bad_reasons:
+            return diag.bad_reasons[0]
+        if truncated:
+            return "truncated"
+        if self.declines_by_silence or reads_as_decline(answer):
+            diag.flag("declined")
+            return "declined"
+        return "no_coordinates"
 
     def _answer(self, text: str, diag: Diagnostics) -> Optional[str]:
         """Steps 1–3 of the pipeline: the text the readers see, ``None`` when the reply was cut
