@@ -216,6 +216,63 @@ def _scope_notes(model: str, bench: str, scope: str, replies_name: str, n_scored
             "is an `error` record (no reply)."]
 
 
+def _check_options(judge: str, judge_client: Any, model_input_size: str, frame: Optional[str], report: bool) -> None:
+    """:func:`evaluate_replies`'s option checks, before anything is read (``EvaluateError``; ``MissingExtra``
+    for ``report`` without matplotlib)."""
+    if judge not in JUDGES:
+        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+    if judge in ("ollama", "openai") and judge_client is None:
+        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
+    if model_input_size not in ("recorded", "family"):
+        raise EvaluateError(f"--model-input-size must be 'recorded' or 'family', got {model_input_size!r}")
+    if frame is not None and frame not in COORDINATE_FRAMES:
+        raise EvaluateError(f"--frame must be one of {', '.join(COORDINATE_FRAMES)}, got {frame!r}")
+    if report:
+        from pointfail.extras import require
+
+        require("report", "the report (or pass --no-report)")
+
+
+def _check_reply_kinds(text_replies: list[Any], coord_replies: list[Any], fam: Any, frame: Optional[str], rf: Any,
+                       used: dict[str, Any], only_predicted: bool, bench_name: str, known: frozenset[str],
+                       say: Callable[[str], None]) -> None:
+    """Text replies need ``--family``, coordinate replies ``--frame``; no matching id is an error with
+    ``--only-predicted`` and a warning without (``EvaluateError``)."""
+    if text_replies and fam is None:
+        raise EvaluateError(f"{len(text_replies)} replies in {rf.path.name} are text (e.g. {text_replies[0].where}): "
+                            "pass --family with the model family they are written in (list: pointfail families)")
+    if coord_replies and frame is None:
+        raise EvaluateError(f"{len(coord_replies)} replies in {rf.path.name} are coordinates (e.g. "
+                            f"{coord_replies[0].where}): pass --frame pixels (absolute pixels of the image) or "
+                            "--frame unit (fractions 0 to 1); the frame is never guessed")
+    if not used and not only_predicted:
+        say(f"[evaluate] no reply in {rf.path.name} has an id of {bench_name}: every sample will be an error record")
+    if not used and only_predicted:
+        raise EvaluateError(f"no reply in {rf.path.name} has an id of {bench_name} (--only-predicted has nothing "
+                            f"to score); {rf.entries} entries, first problems: "
+                            + "; ".join(str(p) for p in (rf.problems + rf.unknown(known))[:3]))
+
+
+def _resized_note(fam: Any, text_replies: list[Any], model_input_size: str, by_id: dict[str, Any]) -> Optional[str]:
+    """For a ``pixels_resized`` family: every text reply needs its ``model_input_size`` unless
+    ``--model-input-size family`` (then the note that says so); ``EvaluateError`` otherwise."""
+    resized_note = None
+    if fam is not None and fam.frame.kind == "pixels_resized" and text_replies:
+        lacking = [r for r in text_replies if r.model_input_size is None]
+        if lacking and model_input_size == "recorded":
+            ex = fam.expected_model_input_size((by_id[lacking[0].sample_id].image.width,
+                                                by_id[lacking[0].sample_id].image.height))
+            raise EvaluateError(
+                f"{fam.name} answers in pixels of the resized image the model saw, and {len(lacking)} replies "
+                f"(e.g. {lacking[0].where}) have no \"model_input_size\": [W, H]. Add it to each line, or pass "
+                f"--model-input-size family to use the family's published resize setting (e.g. {ex[0]}x{ex[1]} for "
+                "the first such image); it is never guessed silently")
+        if lacking:
+            resized_note = (f"{len(lacking)} replies have no recorded model-input size; {fam.name}'s published "
+                            "smart_resize setting was used for them (--model-input-size family).")
+    return resized_note
+
+
 def evaluate_replies(
     *,
     benchmark: str,
@@ -274,18 +331,7 @@ def evaluate_replies(
     from pointfail.inputs.replies import read_replies
 
     say = log or (lambda _m: None)
-    if judge not in JUDGES:
-        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
-    if judge in ("ollama", "openai") and judge_client is None:
-        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
-    if model_input_size not in ("recorded", "family"):
-        raise EvaluateError(f"--model-input-size must be 'recorded' or 'family', got {model_input_size!r}")
-    if frame is not None and frame not in COORDINATE_FRAMES:
-        raise EvaluateError(f"--frame must be one of {', '.join(COORDINATE_FRAMES)}, got {frame!r}")
-    if report:
-        from pointfail.extras import require
-
-        require("report", "the report (or pass --no-report)")
+    _check_options(judge, judge_client, model_input_size, frame, report)
     try:
         fam = get_family(family) if family is not None else None
     except KeyError as e:
@@ -307,34 +353,8 @@ def evaluate_replies(
 
     text_replies = [r for r in used.values() if r.text is not None and (fam is not None or not r.coordinates)]
     coord_replies = [r for r in used.values() if r not in text_replies]
-    if text_replies and fam is None:
-        raise EvaluateError(f"{len(text_replies)} replies in {rf.path.name} are text (e.g. {text_replies[0].where}): "
-                            "pass --family with the model family they are written in (list: pointfail families)")
-    if coord_replies and frame is None:
-        raise EvaluateError(f"{len(coord_replies)} replies in {rf.path.name} are coordinates (e.g. "
-                            f"{coord_replies[0].where}): pass --frame pixels (absolute pixels of the image) or "
-                            "--frame unit (fractions 0 to 1); the frame is never guessed")
-    if not used and not only_predicted:
-        say(f"[evaluate] no reply in {rf.path.name} has an id of {bench_name}: every sample will be an error record")
-    if not used and only_predicted:
-        raise EvaluateError(f"no reply in {rf.path.name} has an id of {bench_name} (--only-predicted has nothing "
-                            f"to score); {rf.entries} entries, first problems: "
-                            + "; ".join(str(p) for p in (rf.problems + rf.unknown(known))[:3]))
-    resized_note = None
-    if fam is not None and fam.frame.kind == "pixels_resized" and text_replies:
-        lacking = [r for r in text_replies if r.model_input_size is None]
-        if lacking and model_input_size == "recorded":
-            ex = fam.expected_model_input_size((by_id[lacking[0].sample_id].image.width,
-                                                by_id[lacking[0].sample_id].image.height))
-            raise EvaluateError(
-                f"{fam.name} answers in pixels of the resized image the model saw, and {len(lacking)} replies "
-                f"(e.g. {lacking[0].where}) have no \"model_input_size\": [W, H]. Add it to each line, or pass "
-                f"--model-input-size family to use the family's published resize setting (e.g. {ex[0]}x{ex[1]} for "
-                "the first such image); it is never guessed silently")
-        if lacking:
-            resized_note = (f"{len(lacking)} replies have no recorded model-input size; {fam.name}'s published "
-                            "smart_resize setting was used for them (--model-input-size family).")
-
+    _check_reply_kinds(text_replies, coord_replies, fam, frame, rf, used, only_predicted, bench_name, known, say)
+    resized_note = _resized_note(fam, text_replies, model_input_size, by_id)
     return _run(
         samples=samples, by_id=by_id, rf=rf, used=used, fam=fam, frame=frame, name=name, bench_name=bench_name,
         only_predicted=only_predicted, judge=judge, judge_client=judge_client, tolerance_px=tolerance_px,
