@@ -36,6 +36,24 @@ if TYPE_CHECKING:
 __all__ = ["TargetRegion"]
 
 
+def _check_mask(mask_info: Optional[MaskInfo], W: int, H: int) -> None:
+    """A mask target's mask exists and is ``W x H`` pixels (``GeometryError`` / ``MaskSizeError``)."""
+    if mask_info is None:
+        raise GeometryError("a mask target needs a mask")
+    mh, mw = mask_info.mask.shape
+    if (mw, mh) != (W, H):
+        raise MaskSizeError(f"mask is {mw}x{mh} pixels but its image is {W}x{H} (width x height)", (mw, mh), (W, H))
+
+
+def _check_boxes(boxes: Sequence[Sequence[float]]) -> None:
+    """A boxes target has at least one box, each 4 finite numbers (``GeometryError``)."""
+    if not boxes:
+        raise GeometryError("a boxes target needs at least one box")
+    for b in boxes:
+        if not valid_box(b):
+            raise GeometryError(f"target box must be 4 finite numbers [x0, y0, x1, y1], got {b!r}")
+
+
 class TargetRegion:
     """A sample's target, ready for scoring: a mask, one or more boxes, one or more polygons, or
     absent. Build it with :meth:`from_target`.
@@ -73,19 +91,9 @@ class TargetRegion:
         self.image_size = (W, H)
         self._mask_info = mask_info
         if kind == "mask":
-            if mask_info is None:
-                raise GeometryError("a mask target needs a mask")
-            mh, mw = mask_info.mask.shape
-            if (mw, mh) != (W, H):
-                raise MaskSizeError(
-                    f"mask is {mw}x{mh} pixels but its image is {W}x{H} (width x height)", (mw, mh), (W, H)
-                )
+            _check_mask(mask_info, W, H)
         if kind == "boxes":
-            if not boxes:
-                raise GeometryError("a boxes target needs at least one box")
-            for b in boxes:
-                if not valid_box(b):
-                    raise GeometryError(f"target box must be 4 finite numbers [x0, y0, x1, y1], got {b!r}")
+            _check_boxes(boxes)
         self.boxes: tuple[tuple[float, float, float, float], ...] = tuple(sorted_box(b) for b in boxes)
         if kind == "polygon" and not polygons:
             raise GeometryError("a polygon target needs at least one polygon")
