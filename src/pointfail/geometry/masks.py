@@ -94,6 +94,26 @@ def _zero_one_or_threshold(v: np.ndarray, threshold: float) -> np.ndarray:
     return v > threshold
 
 
+def _wide_grey(v: np.ndarray) -> np.ndarray:
+    """The ``I;16`` / ``I`` rule of :func:`binarize_mask_image` on int64 values ``(H, W)``."""
+    if v.size and v.min() >= 0 and v.max() <= 1:
+        return v == 1
+    if v.size and v.max() <= 255:
+        return v > 127
+    return v > 32767
+
+
+def _with_alpha(a: np.ndarray) -> np.ndarray:
+    """The ``RGBA`` / ``LA`` rule of :func:`binarize_mask_image` on ``(H, W, C)`` values, alpha last."""
+    alpha = a[..., -1]
+    if alpha.size and alpha.min() != alpha.max():
+        return _zero_one_or_threshold(alpha, 127)
+    if alpha.size and int(alpha.max()) == 0:
+        return np.zeros(alpha.shape, dtype=bool)  # fully transparent: nothing drawn
+    colour = a[..., :-1].max(axis=2)
+    return _zero_one_or_threshold(colour, 127)
+
+
 def binarize_mask_image(img: Any) -> np.ndarray:
     """Binarize a decoded Pillow image into a boolean mask of shape ``(H, W)`` (row, column).
 
@@ -134,26 +154,14 @@ def binarize_mask_image(img: Any) -> np.ndarray:
     if mode == "L":
         return _zero_one_or_threshold(np.asarray(img), 127)
     if mode in ("I", "I;16", "I;16L", "I;16B", "I;16N"):
-        v = np.asarray(img).astype(np.int64)
-        if v.size and v.min() >= 0 and v.max() <= 1:
-            return v == 1
-        if v.size and v.max() <= 255:
-            return v > 127
-        return v > 32767
+        return _wide_grey(np.asarray(img).astype(np.int64))
     if mode in ("P", "PA"):
         img = img.convert("RGBA")
         mode = "RGBA"
     if mode == "RGB":
         return _zero_one_or_threshold(np.asarray(img).max(axis=2), 127)
     if mode in ("RGBA", "LA"):
-        a = np.asarray(img)
-        alpha = a[..., -1]
-        if alpha.size and alpha.min() != alpha.max():
-            return _zero_one_or_threshold(alpha, 127)
-        if alpha.size and int(alpha.max()) == 0:
-            return np.zeros(alpha.shape, dtype=bool)  # fully transparent: nothing drawn
-        colour = a[..., :-1].max(axis=2)
-        return _zero_one_or_threshold(colour, 127)
+        return _with_alpha(np.asarray(img))
     raise MaskError(
         f"unsupported mask image mode {mode!r} (supported: 1, L, I;16, I, P, PA, RGB, RGBA, LA, and JPEG)"
     )
