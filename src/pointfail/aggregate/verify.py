@@ -124,33 +124,47 @@ def compare_tables(fresh: dict[str, bytes], committed_dir: Path, study_dir: Path
     if not committed:
         return problems, diffs
     if "SHA256SUMS" in committed:
-        try:
-            sums = parse_sha256sums(committed["SHA256SUMS"])
-        except ValueError as e:
-            sums = {}
-            problems.append(f"{committed_dir / 'SHA256SUMS'}: {e}")
-        for name, h in sorted(sums.items()):
-            if name not in committed:
-                problems.append(f"{committed_dir / name}: listed in SHA256SUMS but missing")
-            elif sha256(committed[name]).hexdigest() != h:
-                problems.append(f"{committed_dir / name}: does not match its line in the committed SHA256SUMS")
+        problems += _check_committed_sums(committed, committed_dir)
     if skip:
         fresh = {k: (_without(v, skip) if k == "SHA256SUMS" else v) for k, v in fresh.items() if k not in skip}
         committed = {k: (_without(v, skip) if k == "SHA256SUMS" else v) for k, v in committed.items() if k not in skip}
     for name in sorted(set(fresh) | set(committed)):
-        if name not in committed:
-            problems.append(f"{committed_dir / name}: missing (regeneration produces it)")
-        elif name not in fresh:
-            problems.append(f"{committed_dir / name}: unexpected (regeneration does not produce it)")
-        elif committed[name] != fresh[name]:
-            problems.append(f"{committed_dir / name}: differs from the regenerated table")
-            diffs[name] = "".join(
-                difflib.unified_diff(
-                    _decode(committed[name]), _decode(fresh[name]),
-                    fromfile=f"committed/{name}", tofile=f"regenerated/{name}",
-                )
-            )
+        _compare_one(name, fresh, committed, committed_dir, problems, diffs)
     return problems, diffs
+
+
+def _check_committed_sums(committed: dict[str, bytes], committed_dir: Path) -> list[str]:
+    """The committed ``SHA256SUMS`` against the committed files: a line that does not parse, a listed
+    file that is missing, a file whose bytes differ from its line."""
+    problems: list[str] = []
+    try:
+        sums = parse_sha256sums(committed["SHA256SUMS"])
+    except ValueError as e:
+        sums = {}
+        problems.append(f"{committed_dir / 'SHA256SUMS'}: {e}")
+    for name, h in sorted(sums.items()):
+        if name not in committed:
+            problems.append(f"{committed_dir / name}: listed in SHA256SUMS but missing")
+        elif sha256(committed[name]).hexdigest() != h:
+            problems.append(f"{committed_dir / name}: does not match its line in the committed SHA256SUMS")
+    return problems
+
+
+def _compare_one(name: str, fresh: dict[str, bytes], committed: dict[str, bytes], committed_dir: Path,
+                 problems: list[str], diffs: dict[str, str]) -> None:
+    """One table name: missing, unexpected, or differing (with its unified diff) -- or equal."""
+    if name not in committed:
+        problems.append(f"{committed_dir / name}: missing (regeneration produces it)")
+    elif name not in fresh:
+        problems.append(f"{committed_dir / name}: unexpected (regeneration does not produce it)")
+    elif committed[name] != fresh[name]:
+        problems.append(f"{committed_dir / name}: differs from the regenerated table")
+        diffs[name] = "".join(
+            difflib.unified_diff(
+                _decode(committed[name]), _decode(fresh[name]),
+                fromfile=f"committed/{name}", tofile=f"regenerated/{name}",
+            )
+        )
 
 
 def verify(study_dir: str | Path, *, checks: Sequence[str] | None = None) -> VerifyResult:
