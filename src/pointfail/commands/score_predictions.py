@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 from pointfail.commands._help import add_command
 
@@ -67,8 +69,6 @@ def run(args: argparse.Namespace) -> int:
     """Load, score, write; returns the exit code."""
     import json
 
-    from tabulate import tabulate
-
     from pointfail.inputs.benchmarks import AXES, BenchmarkError, load
     from pointfail.official import score_pointerbench_predictions
     from pointfail.records import canonical_json
@@ -121,7 +121,16 @@ def run(args: argparse.Namespace) -> int:
     if notable:
         line += "; not scored as given: " + ", ".join(f"{k} {v}" for k, v in notable.items())
     print(line)
-    for p in sorted(problems, key=ReplyProblem.place)[:SHOW_PROBLEMS]:
+    _print_details(sorted(problems, key=ReplyProblem.place), summary, summary_path)
+    print(f"\nrows -> {args.out}\nsummary -> {summary_path}")
+    return 0
+
+
+def _print_details(problems: list[Any], summary: dict[str, Any], summary_path: Path) -> None:
+    """The first problems (in file order), the box classes and every per-axis breakdown."""
+    from tabulate import tabulate
+
+    for p in problems[:SHOW_PROBLEMS]:
         print(f"  {p}")
     if len(problems) > SHOW_PROBLEMS:
         print(f"  ... {len(problems) - SHOW_PROBLEMS} more in {summary_path}")
@@ -134,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
             continue
         print(f"\n{key}:")
         print(tabulate(table, headers=["value", "n", "hits", "acc %"], disable_numparse=True))
-    print(f"\nrows -> {args.out}\nsummary -> {summary_path}")
-    return 0
 
 
 def _all_fractions(objs) -> bool:
