@@ -78,6 +78,7 @@ def main() -> int:
     from pointfail_runner import container as cmod
     from pointfail_runner.base import ensure_base
     from pointfail_runner.engine import ensure_engine
+    from pointfail_runner import locks
     from pointfail_runner.images import build_image
 
     tmp = Path(tempfile.mkdtemp(prefix="pointfail-bench-"))
@@ -88,7 +89,13 @@ def main() -> int:
         p.chmod(0o755 if p.is_dir() else 0o644)
     client = ensure_engine()
     ensure_base(client, args.base_lock, log=lambda s: None)
-    image = build_image(client, REPO, FAMILY, variant="cpu", base_lock=args.base_lock, log=lambda s: None).tag
+    image_dir, wheelhouse = REPO / "images" / FAMILY, REPO / "wheelhouse"
+    try:  # the lock's wheels in the host wheelhouse, fetched when missing (a fresh clone has none)
+        locks.verify_wheelhouse(image_dir, wheelhouse, "cpu")
+    except locks.LockError:
+        locks.download_wheels(image_dir, wheelhouse, "cpu")
+    image = build_image(client, REPO, FAMILY, variant="cpu", wheelhouse=wheelhouse, base_lock=args.base_lock,
+                        log=lambda s: None).tag
 
     def in_process(k: int, batch: int = 1) -> float:
         d = tmp / f"inproc{k}-{batch}"

@@ -31,6 +31,14 @@ KNOWN: set[tuple[str, str]] = {
     ("pointfail.aggregate.study", "pointfail.inputs.study.load_study"),
     ("pointfail.aggregate.study", "pointfail.running.judges.lineage"),
     ("pointfail.aggregate.study", "pointfail.running.judges.lineage.lineage_note"),
+    # the judge weights the failure composition rests on: the digest study.lock pins (judge_pin_note)
+    ("pointfail.aggregate.study", "pointfail.inputs.studylock"),
+    ("pointfail.aggregate.study", "pointfail.inputs.studylock.LockError"),
+    ("pointfail.aggregate.study", "pointfail.inputs.studylock.lock_path"),
+    ("pointfail.aggregate.study", "pointfail.inputs.studylock.read_lock"),
+    ("pointfail.aggregate.study", "pointfail.running.judges.lineage.LineageError"),
+    ("pointfail.aggregate.study", "pointfail.running.judges.lineage.judge_plan"),
+    ("pointfail.aggregate.study", "pointfail.running.judges.lineage.model_judges"),
     # the publisher's warning printed under RefSpatial's Unseen split
     ("pointfail.aggregate.writing", "pointfail.inputs.benchmarks.refspatial"),
     ("pointfail.aggregate.writing", "pointfail.inputs.benchmarks.refspatial.UNSEEN_WARNING"),

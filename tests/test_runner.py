@@ -302,3 +302,36 @@ def test_missing_generated_data_names_make_data_and_the_no_docker_command(tmp_pa
         f"data for sheets: {d / 'sheets'} <- make data STUDY=default (or without Docker: pointfail generate sheets "
         f"--n 150 --seed 20261129 --absent-share 0.1 --out {d / 'sheets'})")
     assert lines["data for web"] == f"data for web: {d / 'web'} <- make data STUDY=default"  # needs the browser
+
+
+def test_an_engine_the_runner_starts_does_not_inherit_the_callers_temporary_folder(tmp_path, monkeypatch):
+    """``ensure_engine`` starts ``dockerd`` without TMPDIR/TEMP/TMP: a test's or a benchmark's
+    temporary folder is deleted while the engine runs on, and containerd's shims (which inherit it) then
+    fail every ``exec`` with "open <TMPDIR>/runc-process...: no such file" (seen in a full test run)."""
+    from pointfail_runner import engine
+
+    seen = {}
+
+    class _Proc:
+        returncode = None
+
+        def poll(self):
+            return None
+
+    def popen(argv, **kw):
+        seen["argv"], seen["env"] = argv, kw.get("env")
+        return _Proc()
+
+    pings = iter([None, "client"])
+    monkeypatch.setattr(engine, "_ping", lambda timeout: next(pings))
+    monkeypatch.setattr(engine.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(engine, "_is_debian", lambda: True)
+    monkeypatch.setattr(engine.shutil, "which", lambda name: "/usr/sbin/dockerd")
+    monkeypatch.setattr(engine.subprocess, "Popen", popen)
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    for k in ("TMPDIR", "TEMP", "TMP"):
+        monkeypatch.setenv(k, str(tmp_path))
+    monkeypatch.setenv("PATH_SEEN_BY_DOCKERD", "yes")
+    assert engine.ensure_engine(timeout=5, log_path=tmp_path / "dockerd.log") == "client"
+    assert seen["argv"] == ["/usr/sbin/dockerd"]
+    assert not {"TMPDIR", "TEMP", "TMP"} & set(seen["env"]) and seen["env"]["PATH_SEEN_BY_DOCKERD"] == "yes"

@@ -102,9 +102,13 @@ def ensure_engine(timeout: float = 90.0, log_path: Optional[Path] = None, start:
         raise EngineError("docker.io installed but dockerd is not on PATH")
     log_path = Path(log_path or DEFAULT_LOG)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    # the engine outlives this process: it must not inherit a temporary folder that this process's
+    # caller will delete (a test's TMPDIR: containerd's shims then fail every `exec` once it is gone)
+    env = {k: v for k, v in os.environ.items() if k not in ENGINE_ENV_DROPPED}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [dockerd], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [dockerd], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -116,6 +120,10 @@ def ensure_engine(timeout: float = 90.0, log_path: Optional[Path] = None, start:
         time.sleep(0.5)
     raise EngineError(f"dockerd did not answer within {timeout:.0f} s; last lines of {log_path}:\n{_tail(log_path)}")
 
+
+ENGINE_ENV_DROPPED = ("TMPDIR", "TEMP", "TMP")
+"""Variables a ``dockerd`` started by :func:`ensure_engine` does not inherit: a caller's temporary
+folder (pytest's, a benchmark's) is deleted while the engine and its containers' shims still run."""
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 MAX_MOUNTINFO_BYTES = 1 << 20
