@@ -543,3 +543,20 @@ def test_evaluate_base_url_exit_codes_and_rerun_of_errors(tmp_path, sheets, caps
         assert _evaluate(fk.url, "m", sheets, out / "again") == 0
         assert len(fk.chats) == 6
     assert res["judge"] == "oracle"
+
+
+def test_the_served_modules_help_describes_its_requests_file():
+    """``python -m pointfail.running.served --help`` names every field of a request line (the job
+    format's :class:`pointfail.running.jobs.JobRequest`, nothing else), gives an example line that the
+    job format accepts, and says its exit codes."""
+    import re
+
+    from pointfail.running.jobs import JobRequest
+    from pointfail.running.served.__main__ import EPILOG
+
+    block = EPILOG.split("\n\n")[0].splitlines()[1:]
+    listed = [line.split()[0] for line in block if line.startswith("  ")]
+    assert listed == list(JobRequest.model_fields)
+    example = re.search(r"^e\.g\. (\{.*\})$", EPILOG, re.M).group(1)
+    assert JobRequest.model_validate(json.loads(example)).sample_id == "pfs_0001"
+    assert "exit codes: 0 every request has a response; 2 bad arguments or files; 3 the server" in EPILOG
