@@ -54,9 +54,14 @@ from pointfail.generated.testing.hub import CATALOG_NAME
 W, H = 96, 64
 COLORS = {"red": (200, 40, 40), "blue": (40, 60, 200), "green": (40, 160, 60), "yellow": (220, 200, 40)}
 
+# The stand-in repositories' README text names the modules by the dotted paths they had when the
+# committed stand-in hub was written (before the package's re-layout): these bytes are pinned by sha256
+# and by content commit in records/pointfail-vlm-rehearsal/study.lock and its weights manifests, so
+# they stay as written. Today the modules are pointfail.generated.testing.hub and
+# pointfail.generated.testing.molmo_v1_standin.
 STANDIN_README = """# STAND-IN repository ({what})
 
-Served by pointfail's stand-in hub (`pointfail.generated.testing.hub`) for tests and the rehearsal study
+Served by pointfail's stand-in hub (`pointfail.testing.hub`) for tests and the rehearsal study
 `records/pointfail-vlm-rehearsal`. It is NOT {real}: {how}. Nothing measured on it says anything
 about the real {kind}.
 """
@@ -457,7 +462,7 @@ def build_catalog(out: str | Path) -> Path:
             files = _checkpoint_files(name, Path(tmp))
             how = ("a tiny random-weight checkpoint of the real transformers architecture" if family != "molmo" else
                    "a tiny checkpoint whose code files are pointfail's STAND-IN for Molmo v1's remote code "
-                   "(pointfail.generated.testing.molmo_v1_standin), implementing its documented interface")
+                   "(pointfail.testing.molmo_v1_standin), implementing its documented interface")  # pinned bytes
             files["README.md"] = STANDIN_README.format(
                 what=f"{name}, served as {standin_id} and {real_id}", real=real_id, kind="model",
                 how=how + f"; its embeddings are wired to answer {''.join(ANSWERS[name])!r} to every prompt").encode()
