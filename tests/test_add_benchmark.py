@@ -75,8 +75,7 @@ def release():
 BENCHMARK = Benchmark(
     name=NAME, loader=load, axes=("kind",), rule="screenspot-pro",
     source=Source("acme/throwaway-marks", note="Acme's throwaway marks (marks.json, images/)"),
-    standin=StandIn("throwaway-marks", release, "Acme's Throwaway Marks", order=50),
-    summary="Acme's throwaway marks: ``marks.json``, ``images/``")
+    standin=StandIn("throwaway-marks", release, "Acme's Throwaway Marks", order=50))
 '''
 
 
@@ -169,6 +168,13 @@ def test_cli_evaluate_writes_its_official_table(throwaway, data, tmp_path):
     # both replies fall in their target box: m0 (25, 25) px in [0, 50], m1 (60, 25) px in [50, 100]
     assert [(r["n_official"], r["official_score_pct"], r["rule"].split(" official")[0]) for r in mine] == [
         ("2", "100.0", "screenspot-pro")]
+
+
+def test_a_rule_that_does_not_exist_is_refused_when_declared():
+    from pointfail.inputs.benchmarks import Benchmark
+
+    with pytest.raises(ValueError, match="official rule 'robopoint-v2' is not one of where2place, refspatial"):
+        Benchmark(name="x", loader=lambda d, *, limit=None: [], rule="robopoint-v2")
 
 
 def test_the_stand_in_hub_serves_its_release(throwaway, tmp_path):

@@ -8,7 +8,7 @@ release. :func:`benchmarks` discovers them (:func:`pointfail.discovery.discover`
 families follow); the CLI, the study file's ``loader``, the runner, the official rule, the fetcher
 and the stand-in hub read this registry, so adding a file adds a benchmark (``tests/test_add_benchmark.py``).
 
-``load(name, data_dir, *, limit=None)`` dispatches through :data:`BENCHMARKS`:
+``load(name, data_dir, *, limit=None)`` dispatches through :func:`benchmarks`; the shipped ones:
 
 ============================  ==========================================================
 name                          layout (see each module's docstring)

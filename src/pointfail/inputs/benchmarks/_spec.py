@@ -72,7 +72,10 @@ class Benchmark:
             ``None``: nothing to download (generated suites).
         standin: the stand-in hub's release for it, ``None`` when it has none (a release shared by
             several benchmarks is declared on one of them).
-        summary: the official layout in one line (``pointfail data list``).
+
+    Raises:
+        ValueError: ``rule`` names no rule of :data:`pointfail.official.RULE_NAMES` (said when the
+            module is imported, not when a reply is scored).
     """
 
     name: str
@@ -81,4 +84,9 @@ class Benchmark:
     rule: Optional[str] = None
     source: Optional[Source] = None
     standin: Optional[StandIn] = None
-    summary: str = ""
+
+    def __post_init__(self) -> None:
+        from pointfail.official import RULE_NAMES
+
+        if self.rule is not None and self.rule not in RULE_NAMES:
+            raise ValueError(f"benchmark {self.name!r}: official rule {self.rule!r} is not one of {', '.join(RULE_NAMES)}")

@@ -262,6 +262,5 @@ BENCHMARK = Benchmark(
                   note="PointArena Point-Bench (data.json, pixmo_metadata.csv, selected_images.zip, "
                        "selected_masks.zip)"),
     standin=StandIn("point-bench", "pointfail.generated.testing.standin:point_bench_files",
-                    "PointArena's Point-Bench", order=0),
-    summary="PointArena Point-Bench: ``data.json``, ``images/<category>/``, ``masks/``")
+                    "PointArena's Point-Bench", order=0))
 """Point-Bench: PointArena's rule (:mod:`pointfail.official`), ``PointArena/pointarena-data``."""

@@ -285,11 +285,9 @@ BENCHMARK = (
                       note=f"{_TITLES[name]} metadata + screenshots"),
         # one hub repository holds the three subsets (each benchmark's allow_patterns picks its folder)
         standin=StandIn("pointerbench", "pointfail.generated.testing.standin:pointerbench_files",
-                        "WarmwindOS's PointerBench", _PB_HOW, order=4) if name == SUBSETS[0] else None,
-        summary=("PointerBench subsets: ``data/test/metadata.jsonl`` (+ screenshots)" if name == SUBSETS[0] else ""))
+                        "WarmwindOS's PointerBench", _PB_HOW, order=4) if name == SUBSETS[0] else None)
       for name in SUBSETS),
-    Benchmark(name="suite", loader=load_suite, axes=AXES,
-              summary="a generated suite (PointerBench layout + manifest + scene graphs)"),
+    Benchmark(name="suite", loader=load_suite, axes=AXES),
 )
 """PointerBench's three subsets (rule: each row's ``eval``, PointerBench's ``eval.py``;
 ``WarmwindOS/pointerbench``, one repository) and the generated suites in its layout (nothing to fetch)."""

@@ -134,6 +134,5 @@ BENCHMARK = Benchmark(
                                   "Unseen/*", "Unseen/**"),
                   note="RoboRefer RefSpatial-Bench raw data (commit 'add raw data')"),
     standin=StandIn("refspatial", "pointfail.generated.testing.standin:refspatial_files",
-                    "RoboRefer's RefSpatial-Bench", order=2),
-    summary="RoboRefer RefSpatial-Bench: ``Location|Placement|Unseen/question.json``")
+                    "RoboRefer's RefSpatial-Bench", order=2))
 """RefSpatial-Bench: RoboRefer's rule (:mod:`pointfail.official`), ``BAAI/RefSpatial-Bench`` at the pinned commit."""

@@ -99,6 +99,5 @@ BENCHMARK = Benchmark(
     source=Source("likaixin/ScreenSpot-Pro", allow_patterns=("annotations/**", "images/**"),
                   note="ScreenSpot-Pro (annotations/*.json, images/)"),
     standin=StandIn("screenspot-pro", "pointfail.generated.testing.standin:screenspot_pro_files",
-                    "likaixin's ScreenSpot-Pro", order=3),
-    summary="ScreenSpot-Pro: ``annotations/*.json``, ``images/``")
+                    "likaixin's ScreenSpot-Pro", order=3))
 """ScreenSpot-Pro: its ``eval_screenspot_pro.py`` rule (:mod:`pointfail.official`), ``likaixin/ScreenSpot-Pro``."""

@@ -98,6 +98,5 @@ BENCHMARK = Benchmark(
     source=Source("wentao-yuan/where2place",
                   note="RoboPoint Where2Place (point_questions.jsonl, images/, masks/NN.jpg)"),
     standin=StandIn("where2place", "pointfail.generated.testing.standin:where2place_files",
-                    "RoboPoint's Where2Place", order=1),
-    summary="RoboPoint Where2Place: ``point_questions.jsonl``, ``images/``, ``masks/NN.jpg``")
+                    "RoboPoint's Where2Place", order=1))
 """Where2Place: RoboPoint's rule (:mod:`pointfail.official`), ``wentao-yuan/where2place``."""
