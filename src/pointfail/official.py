@@ -77,7 +77,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from pointfail.geometry.boxrule import box_score
 from pointfail.geometry.shapes import point_in_box, sorted_box
@@ -92,6 +92,9 @@ __all__ = [
     "roborefer_reading",
     "pointarena_extract_points",
     "RULES",
+    "RULE_NAMES",
+    "benchmark_rule",
+    "use_benchmark_rules",
     "MISSING_COUNTS_AS_WRONG",
     "SCREENSPOT_WRONG_FORMAT",
     "screenspot_correctness",
@@ -118,6 +121,37 @@ RULES: dict[str, str] = {
            "missing or malformed = wrong",
 }
 """Rule labels written into ``OfficialScore.rule``."""
+
+RULE_NAMES = ("where2place", "refspatial", "point-bench", "screenspot-pro")
+"""The rules a benchmark names (``rule`` of its declaration, :class:`pointfail.inputs.benchmarks.Benchmark`):
+RoboPoint's mean over points (``where2place``), RoboRefer's (``refspatial``), PointArena's first point in
+mask (``point-bench``), ScreenSpot-Pro's normalized point in box (``screenspot-pro``). A benchmark that
+names none is scored by each target's ``eval`` (PointerBench's ``point_in_bbox`` and ``iou``), or not at
+all."""
+
+_RULE_OF: Optional[Callable[[str], Optional[str]]] = None
+
+
+def use_benchmark_rules(rule_of: Callable[[str], Optional[str]]) -> None:
+    """Install the benchmark -> rule lookup: ``rule_of(benchmark name)`` gives the name (one of
+    :data:`RULE_NAMES`) the benchmark's declaration names, or ``None``. The benchmark registry
+    (:func:`pointfail.inputs.benchmarks.benchmarks`) installs its own when it is first read; the method
+    never imports it."""
+    global _RULE_OF
+    _RULE_OF = rule_of
+
+
+def benchmark_rule(benchmark: str) -> Optional[str]:
+    """The official rule (a name of :data:`RULE_NAMES`) that scores ``benchmark``: the one its
+    declaration names (:func:`use_benchmark_rules`), else the rule of the same name (the publishers'
+    own benchmarks are named as their rules, so a record is scored alike whether or not the registry
+    was read), else ``None`` (scored by each target's ``eval``)."""
+    named = _RULE_OF(benchmark) if _RULE_OF is not None else None
+    if named is not None:
+        if named not in RULE_NAMES:
+            raise ValueError(f"benchmark {benchmark!r} names official rule {named!r}; known: {', '.join(RULE_NAMES)}")
+        return named
+    return benchmark if benchmark in RULE_NAMES else None
 
 MISSING_COUNTS_AS_WRONG = frozenset({"point-bench", "screenspot-pro"})
 """Benchmarks whose official script counts a sample with no answer as wrong (in n); PointerBench's
@@ -425,9 +459,10 @@ def _same(a: list[Item], b: list[Item]) -> bool:
     return [_item_key(i) for i in a] == [_item_key(i) for i in b]
 
 
-def _mask_rule(sample: Sample, parse: Optional[ParseResult], raw_text: Optional[str], family: Optional[str]) -> Optional[OfficialScore]:
-    """Where2Place and RefSpatial: the official parser on the raw text, the mean over its points."""
-    if sample.benchmark == "where2place":
+def _mask_rule(sample: Sample, parse: Optional[ParseResult], raw_text: Optional[str], family: Optional[str],
+               name: str) -> Optional[OfficialScore]:
+    """Where2Place and RefSpatial (rule ``name``): the official parser on the raw text, the mean over its points."""
+    if name == "where2place":
         m = _graded_mask(sample.target.mask_path)
         rule, variant = RULES["where2place"], "robopoint"
         # text2pts is called with its defaults: relative values are scaled to 640 x 480 (line 55)
@@ -483,7 +518,8 @@ def _point_bench(sample: Sample, parse: Optional[ParseResult], raw_text: Optiona
 
 
 def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = None, *,
-                   raw_text: Optional[str] = None, family: Optional[str] = None) -> Optional[OfficialScore]:
+                   raw_text: Optional[str] = None, family: Optional[str] = None,
+                   rule: Optional[str] = None) -> Optional[OfficialScore]:
     """The benchmark's own score for one sample: what its official script would count (rules in the
     module docstring).
 
@@ -497,6 +533,8 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         raw_text: the model's reply, for the benchmarks whose official evaluation parses the text
             itself (Where2Place, RefSpatial, Point-Bench for Molmo). ``None``: pointfail's parse stands in.
         family: the pointfail family name, which picks RoboRefer's and PointArena's reader.
+        rule: the official rule's name (:data:`RULE_NAMES`); ``None``: the one ``sample.benchmark``
+            names (:func:`benchmark_rule`).
 
     Returns:
         :class:`OfficialScore` with ``score`` in [0, 1] (``None`` when the official script leaves the
@@ -509,36 +547,38 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
 
     Raises:
         MaskError: the mask file of a mask benchmark cannot be read.
+        ValueError: a benchmark that names an unknown rule.
     """
     bench = sample.benchmark
+    name = rule if rule is not None else benchmark_rule(bench)
     target = sample.target
     ev = target.eval or {}
     box_rule = target.kind == "boxes" and bool(target.boxes) and ev.get("type") in ("point_in_bbox", "iou")
     if parse is None and raw_text is None:
-        if bench == "point-bench" and target.kind == "mask":
+        if name == "point-bench" and target.kind == "mask":
             counting = sample.metadata.get("category") == "counting"
             return OfficialScore(rule=RULES["point-bench-counting" if counting else "point-bench"], score=0.0,
                                  note="no answer: a failure in the script's total")
         if box_rule:
-            return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note=_NO_ANSWER_WRONG)
-        if bench == "where2place" and target.kind == "mask":
+            return OfficialScore(rule=_box_rule_name(bench, ev, name), score=0.0, note=_NO_ANSWER_WRONG)
+        if name == "where2place" and target.kind == "mask":
             return OfficialScore(rule=RULES["where2place"], score=None, note=_LEFT_OUT_NO_ANSWER)
-        if bench == "refspatial" and target.kind == "mask":
+        if name == "refspatial" and target.kind == "mask":
             return OfficialScore(rule=RULES["refspatial"].format(reader=roborefer_reader(family)), score=None,
                                  note=_LEFT_OUT_NO_ANSWER)
         return None
-    if bench in ("where2place", "refspatial") and target.kind == "mask":
-        return _mask_rule(sample, parse, raw_text, family)
-    if bench == "point-bench" and target.kind == "mask":
+    if name in ("where2place", "refspatial") and target.kind == "mask":
+        return _mask_rule(sample, parse, raw_text, family, name)
+    if name == "point-bench" and target.kind == "mask":
         return _point_bench(sample, parse, raw_text, family)
     if parse is None:  # a reply pointfail could not convert: the box rules read pointfail's parse
-        return OfficialScore(rule=_box_rule_name(bench, ev), score=0.0, note=_NO_ANSWER_WRONG) if box_rule else None
+        return OfficialScore(rule=_box_rule_name(bench, ev, name), score=0.0, note=_NO_ANSWER_WRONG) if box_rule else None
     if box_rule:
         W, H = sample.image.width, sample.image.height
         box = ev.get("bbox") or target.boxes[0]  # type: ignore[index]
-        rule = _box_rule_name(bench, ev)
+        label = _box_rule_name(bench, ev, name)
         if ev["type"] == "point_in_bbox":
-            if bench == "screenspot-pro":
+            if name == "screenspot-pro":
                 # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw;
                 # the model wrappers answer a box with its centre (pointfail's primary point)
                 from pointfail.scoring import primary_point
@@ -546,13 +586,13 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
                 x0, y0, x1, y1 = (float(v) for v in box)
                 pt = primary_point(parse)
                 if pt is None:
-                    return OfficialScore(rule=rule, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
+                    return OfficialScore(rule=label, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
                 ok = (x0 / W <= pt[0] <= x1 / W) and (y0 / H <= pt[1] <= y1 / H)
             else:
                 kind = _frame_kind(parse)
                 ok = bool(parse.points) and point_in_box(
                     (rule_pixel(parse.points[0][0], W, kind), rule_pixel(parse.points[0][1], H, kind)), box)
-            return OfficialScore(rule=rule, score=1.0 if ok else 0.0)
+            return OfficialScore(rule=label, score=1.0 if ok else 0.0)
         cov, prec = float(ev.get("min_coverage", 0.9)), float(ev.get("min_precision", 0.7))
         pred = None
         if parse.boxes:
@@ -561,7 +601,7 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
             pred = [rule_pixel(b[0], W, kind), rule_pixel(b[1], H, kind), rule_pixel(b[2], W, kind),
                     rule_pixel(b[3], H, kind)]
         bs = box_score(pred, box, cov, prec)
-        return OfficialScore(rule=rule, score=1.0 if bs.box_class == "hit" else 0.0)
+        return OfficialScore(rule=label, score=1.0 if bs.box_class == "hit" else 0.0)
     return None
 
 
@@ -585,11 +625,11 @@ def screenspot_correctness(score: Optional[float], note: Optional[str]) -> str:
     return "wrong"
 
 
-def _box_rule_name(bench: str, ev: dict) -> str:
+def _box_rule_name(bench: str, ev: dict, name: Optional[str]) -> str:
     if ev.get("type") == "iou":
         return RULES["iou"].format(bench=bench, cov=float(ev.get("min_coverage", 0.9)),
                                    prec=float(ev.get("min_precision", 0.7)))
-    return RULES["screenspot-pro"] if bench == "screenspot-pro" else RULES["point_in_bbox"].format(bench=bench)
+    return RULES["screenspot-pro"] if name == "screenspot-pro" else RULES["point_in_bbox"].format(bench=bench)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -346,7 +346,10 @@ def _add_plan_commands(sub, add) -> None:
         if name == "merge":
             p.add_argument("--records", type=Path, default=None, help="records folder (default beside the study)")
         if name == "submit":
-            p.add_argument("--executor", required=True, choices=["local", "slurm", "k8s"], help="where the shards run")
+            from .executors import executors
+
+            p.add_argument("--executor", required=True, choices=sorted(executors()),
+                           help="where the shards run: " + "; ".join(f"{e.name}: {e.summary}" for e in executors().values()))
             p.add_argument("--models", nargs="*", default=None, help="only these models' shards (default: all)")
             p.add_argument("--missing", action="store_true", help="only shards with a cell that is not done")
             p.add_argument("--variant", default="cpu", choices=["cpu", "cuda"], help=_VARIANT)
@@ -414,29 +417,9 @@ def _plan_command(args, repo: Path) -> int:
         if args.cmd == "submit":
             common = dict(repo=repo, run_dir=run_dir, data_root=args.data_root, weights_root=args.weights_root,
                           models=args.models, missing=args.missing, variant=args.variant, base_lock=args.base_lock)
-            if args.executor == "local":
-                from .executors.local import submit as submit_local
+            from .executors import executors
 
-                res = submit_local(args.plan, concurrency=args.concurrency, mem_limit=args.mem_limit,
-                             wall_clock_s=args.wall_clock, **common)
-                failed = [k for k, v in res.detail.items() if isinstance(v, Exception)]
-                print(f"[local] {sum(map(len, res.shards.values()))} shard(s) in {res.detail['seconds']} s"
-                      + (f"; failed: {', '.join(failed)} (rerun with --missing)" if failed else ""))
-                return 1 if failed else 0
-            if args.executor == "slurm":
-                from .executors.slurm import SlurmSettings
-                from .executors.slurm import submit as submit_slurm
-
-                settings = SlurmSettings.load(args.cluster, runtime=args.runtime, partition=args.partition,
-                                              time_limit=args.time_limit, max_parallel=args.max_parallel,
-                                              registry=args.registry)
-                submit_slurm(args.plan, settings=settings, dry_run=args.dry_run, **common)
-                return 0
-            from .executors.k8s import K8sSettings
-            from .executors.k8s import submit as submit_k8s
-
-            submit_k8s(args.plan, settings=K8sSettings.load(args.cluster, registry=args.registry), **common)
-            return 0
+            return executors()[args.executor].submit_command(args.plan, args, common)
         plan = load_plan(args.plan, repo=repo)
         run = open_run(plan, run_dir)
         if args.cmd == "status":

@@ -91,10 +91,10 @@ def _fetch(args: argparse.Namespace) -> int:
 def _sources(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from pointfail.inputs.benchmarks.fetch import SOURCES
+    from pointfail.inputs.benchmarks.fetch import sources
 
     rows = [(n, s.repo_id, s.repo_type, s.revision or "(not pinned: pass --revision)", s.note)
-            for n, s in sorted(SOURCES.items())]
+            for n, s in sorted(sources().items())]
     print(tabulate(rows, headers=["benchmark", "repository", "type", "revision", "holds"]))
     return 0
 

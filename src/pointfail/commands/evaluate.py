@@ -77,8 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = add_command(subparsers, "evaluate",
                     description=DESCRIPTION, example=EXAMPLE)
     p.add_argument("--benchmark", required=True,
-                   help="the benchmark's loader: suite (a generated suite), pointerbench-sheets, pointerbench-text, "
-                   "pointerbench-pro, screenspot-pro, point-bench, where2place, refspatial")
+                   help="the benchmark's loader: any declared benchmark (one file in "
+                   "pointfail/inputs/benchmarks/; `pointfail data sources` lists the downloadable ones), or "
+                   "suite (a generated suite)")
     p.add_argument("--data", required=True, type=Path, metavar="DIR", help="the benchmark's directory")
     p.add_argument("--replies", type=Path, metavar="FILE",
                    help="the replies file (JSONL or JSON list); without it, --base-url and --model ask a served model")

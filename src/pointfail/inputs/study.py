@@ -191,7 +191,7 @@ class BenchmarkSpec(_Spec):
     """``[[benchmarks]]``: one benchmark of the study.
 
     ``name`` (identifier, the records file name), ``loader`` (a key of
-    ``pointfail.inputs.benchmarks.BENCHMARKS``), for generated suites ``generator`` (sheets | text | web),
+    ``pointfail.inputs.benchmarks.benchmarks()``), for generated suites ``generator`` (sheets | text | web),
     ``n`` (samples, 1-100000) and ``seed`` (>= 0), ``absent_share`` (0-1: rows whose referent is not on
     the screen) and, for web, ``pages``; ``data_dir`` (relative to
     the data root; default: the benchmark's name); ``limit`` (first N samples, >= 1); ``size`` (the
@@ -225,10 +225,11 @@ class BenchmarkSpec(_Spec):
     @field_validator("loader")
     @classmethod
     def _known_loader(cls, v: str) -> str:
-        from pointfail.inputs.benchmarks import BENCHMARKS
+        from pointfail.inputs.benchmarks import benchmarks
 
-        if v not in BENCHMARKS:
-            raise ValueError(f"unknown loader {v!r}; known: {', '.join(sorted(BENCHMARKS))}")
+        known = benchmarks()
+        if v not in known:
+            raise ValueError(f"unknown loader {v!r}; known: {', '.join(sorted(known))}")
         return v
 
     @model_validator(mode="after")

@@ -333,17 +333,18 @@ def fetch_benchmark(study_file: str | Path, bench_name: str, *, to: Optional[Pat
     Raises:
         LockError: see :func:`fetch_locked`; an unknown benchmark; a loader with no hub source.
     """
-    from pointfail.inputs.benchmarks.fetch import SOURCES
+    from pointfail.inputs.benchmarks.fetch import sources
 
     study, roots = _load(study_file)
     try:
         bench = study.benchmark(bench_name)
     except Exception as e:  # StudyError naming the known benchmarks
         raise LockError(str(e)) from None
-    src = SOURCES.get(bench.loader)
+    known = sources()
+    src = known.get(bench.loader)
     if src is None:
         raise LockError(f"benchmark {bench_name}: loader {bench.loader!r} has no hub source "
-                        f"(downloadable: {', '.join(sorted(SOURCES))})")
+                        f"(downloadable: {', '.join(sorted(known))})")
     dest = Path(to) if to else roots.data_dir(bench)
     fetch_locked(kind="benchmarks", name=bench_name, repo_id=src.repo_id, repo_type=src.repo_type, dest=dest,
                  lock_file=lock_file or lock_path(study_file), pinned=bench.revision or src.revision,

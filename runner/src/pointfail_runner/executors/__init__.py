@@ -1,5 +1,9 @@
 """Executors of a plan: ``pointfail-runner submit --executor local|slurm|k8s`` (issue 18).
 
+Every executor is one file: a module here that declares ``EXECUTOR = Executor(name, summary,
+submit_command)``, found by :func:`pointfail.discovery.discover` as model families are
+(:func:`executors`); ``pointfail-runner submit --executor`` offers and dispatches to what it finds.
+
 Every executor does the same first steps, here, on the submitting machine:
 
 1. open the run folder (``<run>/plan.json``; a run folder holds one plan);
@@ -24,7 +28,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..plan import PlanError
 
@@ -208,3 +212,45 @@ def registry_reference(client, built, registry: str, *, push: bool, log: Callabl
             return d
     raise PlanError(f"image {built.tag} has no digest in {registry}: push it (submit --push, or docker push "
                     f"{repo_name}:<tag>)")
+
+
+@dataclass(frozen=True)
+class Executor:
+    """One executor, declared by its module as ``EXECUTOR``.
+
+    Attributes:
+        name: the ``--executor`` value.
+        summary: where its shards run, in one line.
+        submit_command: ``submit_command(plan_file, args, common) -> exit status``: the ``submit``
+            command for it; ``args`` is the parsed command line (its executor's flags), ``common`` the
+            keyword arguments every executor's ``submit`` takes (``repo``, ``run_dir``, ``data_root``,
+            ``weights_root``, ``models``, ``missing``, ``variant``, ``base_lock``).
+    """
+
+    name: str
+    summary: str
+    submit_command: Callable[[Path, Any, dict], int]
+
+
+_EXECUTORS: Optional[dict[str, Executor]] = None
+
+
+def executors() -> dict[str, Executor]:
+    """Every declared executor by name, in module-name order (discovered once; :func:`refresh`
+    forgets them).
+
+    Raises:
+        RuntimeError: two modules declare the same name.
+    """
+    global _EXECUTORS
+    if _EXECUTORS is None:
+        from pointfail.discovery import discover
+
+        _EXECUTORS = discover(__name__, __path__, "EXECUTOR", Executor, unique=True)
+    return _EXECUTORS
+
+
+def refresh() -> None:
+    """Forget the discovered executors, so the next lookup scans this package's ``__path__`` again."""
+    global _EXECUTORS
+    _EXECUTORS = None

@@ -41,7 +41,7 @@ from typing import Callable, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..plan import PlanError
-from . import Submission, load_settings, pin_models, prepare
+from . import Executor, Submission, load_settings, pin_models, prepare
 
 PART_OF = "pointfail"
 ROLE_LABEL = "pointfail.org/role"
@@ -252,3 +252,12 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
     for m, i in shards:
         by_model.setdefault(m.name, []).append(i)
     return Submission(run, by_model, {"manifests": [str(f) for f in files]})
+
+
+def submit_command(plan_file: Path, args, common: dict) -> int:
+    """``pointfail-runner submit --executor k8s``: one Indexed Job per model (``--cluster``, ``--registry``)."""
+    submit(plan_file, settings=K8sSettings.load(args.cluster, registry=args.registry), **common)
+    return 0
+
+
+EXECUTOR = Executor("k8s", "one Kubernetes Indexed Job per model (completion index = shard)", submit_command)

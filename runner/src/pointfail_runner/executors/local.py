@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import Submission, pin_models, prepare
+from . import Executor, Submission, pin_models, prepare
 
 
 def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_root: Optional[Path] = None,
@@ -66,3 +66,17 @@ def submit(plan_file: Path, *, repo: Path, run_dir: Optional[Path] = None, data_
     for m, i in shards:
         by_model.setdefault(m.name, []).append(i)
     return Submission(run, by_model, detail)
+
+
+def submit_command(plan_file: Path, args, common: dict) -> int:
+    """``pointfail-runner submit --executor local``: run the shards here (``--concurrency``,
+    ``--mem-limit``, ``--wall-clock``); 1 when a shard failed (named; rerun with ``--missing``)."""
+    res = submit(plan_file, concurrency=args.concurrency, mem_limit=args.mem_limit, wall_clock_s=args.wall_clock,
+                 **common)
+    failed = [k for k, v in res.detail.items() if isinstance(v, Exception)]
+    print(f"[local] {sum(map(len, res.shards.values()))} shard(s) in {res.detail['seconds']} s"
+          + (f"; failed: {', '.join(failed)} (rerun with --missing)" if failed else ""))
+    return 1 if failed else 0
+
+
+EXECUTOR = Executor("local", "this machine's Docker Engine, N shards at a time", submit_command)

@@ -42,7 +42,7 @@ from typing import Callable, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..plan import PlanError
-from . import Submission, load_settings, pin_models, prepare
+from . import Executor, Submission, load_settings, pin_models, prepare
 
 WORKER = ["/opt/venv/bin/python", "-m", "pointfail.running.worker"]
 """The worker inside every model image (the images' exec-form ENTRYPOINT)."""
@@ -343,3 +343,15 @@ def scheduler_states(run, plan, settings: Optional[SlurmSettings] = None,
                 if len(parts) == 2 and parts[0].isdigit():
                     table[(m.name, int(parts[0]))] = parts[1]
     return lambda model, shard: table.get((model, shard))
+
+
+def submit_command(plan_file: Path, args, common: dict) -> int:
+    """``pointfail-runner submit --executor slurm``: one job array per model (``--cluster``,
+    ``--runtime``, ``--partition``, ``--time-limit``, ``--max-parallel``, ``--registry``, ``--dry-run``)."""
+    settings = SlurmSettings.load(args.cluster, runtime=args.runtime, partition=args.partition,
+                                  time_limit=args.time_limit, max_parallel=args.max_parallel, registry=args.registry)
+    submit(plan_file, settings=settings, dry_run=args.dry_run, **common)
+    return 0
+
+
+EXECUTOR = Executor("slurm", "one sbatch job array per model (array index = shard)", submit_command)

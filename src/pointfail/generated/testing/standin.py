@@ -356,17 +356,18 @@ def pointerbench_files(seed: int = 5) -> dict[str, bytes]:
 
 SCENES_96 = ("a handful of synthetic 96x64 scenes of coloured blocks, written in the publisher's exact file "
              "layout and field names")
-DATASETS = {
-    # hub folder: (builder, what it stands in for, the fetch source (pointfail.inputs.benchmarks.fetch.SOURCES), how)
-    "point-bench": (point_bench_files, "PointArena's Point-Bench", "point-bench", SCENES_96),
-    "where2place": (where2place_files, "RoboPoint's Where2Place", "where2place", SCENES_96),
-    "refspatial": (refspatial_files, "RoboRefer's RefSpatial-Bench", "refspatial", SCENES_96),
-    "screenspot-pro": (screenspot_pro_files, "likaixin's ScreenSpot-Pro", "screenspot-pro", SCENES_96),
-    # one hub repository holds the three subsets (each benchmark's allow_patterns picks its folder)
-    "pointerbench": (pointerbench_files, "WarmwindOS's PointerBench", "pointerbench-sheets",
-                     "a few synthetic 1024x768 screenshots of one coloured bar per row, written in the publisher's "
-                     "exact file layout and field names"),
-}
+
+
+def datasets() -> list[tuple[str, Any, str, Any, str]]:
+    """The stand-in hub's datasets: every benchmark that declares a ``standin`` release
+    (:class:`pointfail.inputs.benchmarks.StandIn`), as ``(hub folder, writer, what it stands in for,
+    the benchmark's fetch source, how)`` in catalogue order (``order``, then folder). No list here:
+    a benchmark file that declares a release is served."""
+    from pointfail.inputs.benchmarks import benchmarks
+
+    found = [(b.standin, b) for b in benchmarks().values() if b.standin is not None and b.source is not None]
+    return [(st.folder, st.writer(), st.real, b.source, st.how or SCENES_96)
+            for st, b in sorted(found, key=lambda sb: (sb[0].order, sb[0].folder))]
 
 
 # ------------------------------------------------------------------------------------ checkpoints
@@ -428,34 +429,40 @@ def _checkpoint_files(name: str, tmp: Path) -> dict[str, bytes]:
 # -------------------------------------------------------------------------------------- catalogue
 
 
+def write_datasets(out: str | Path) -> list[dict]:
+    """Write every stand-in dataset (:func:`datasets`) under ``out/datasets/<folder>/`` with its
+    ``README.md``; returns their catalogue entries (``dir``, ``repo_type``, ``ids``, ``note``), in
+    catalogue order. Needs numpy and Pillow, not torch."""
+    out = Path(out)
+    repos = []
+    for bench, builder, real, src, how in datasets():
+        folder = f"datasets/{bench}"
+        files = builder()
+        files["README.md"] = STANDIN_README.format(
+            what=f"{bench}, served as {src.repo_id}", real=real, kind="benchmark", how=how).encode()
+        _write(out / folder, files)
+        repos.append({"dir": folder, "repo_type": "dataset", "ids": [{"repo_id": src.repo_id, "commit": src.revision}],
+                      "note": f"STAND-IN for {real} ({src.repo_id}): synthetic scenes in the official layout"})
+    return repos
+
+
+def _write(folder: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        p = folder / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+
 def build_catalog(out: str | Path) -> Path:
     """Write the stand-in hub directory (datasets, checkpoints, READMEs, ``catalog.json``) to ``out``
     (replacing it). Needs torch and transformers (checkpoints). Returns ``out``."""
     import tempfile
 
-    from pointfail.inputs.benchmarks.fetch import SOURCES
-
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    repos = []
-
-    def write(folder: str, files: dict[str, bytes]) -> None:
-        for rel, data in files.items():
-            p = out / folder / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-
-    for bench, (builder, real, source, how) in DATASETS.items():
-        src = SOURCES[source]
-        folder = f"datasets/{bench}"
-        files = builder()
-        files["README.md"] = STANDIN_README.format(
-            what=f"{bench}, served as {src.repo_id}", real=real, kind="benchmark", how=how).encode()
-        write(folder, files)
-        repos.append({"dir": folder, "repo_type": "dataset", "ids": [{"repo_id": src.repo_id, "commit": src.revision}],
-                      "note": f"STAND-IN for {real} ({src.repo_id}): synthetic scenes in the official layout"})
+    repos = write_datasets(out)
     with tempfile.TemporaryDirectory() as tmp:
         for name, (family, standin_id, real_id, real_commit) in MODELS.items():
             folder = f"models/{name}"
@@ -466,7 +473,7 @@ def build_catalog(out: str | Path) -> Path:
             files["README.md"] = STANDIN_README.format(
                 what=f"{name}, served as {standin_id} and {real_id}", real=real_id, kind="model",
                 how=how + f"; its embeddings are wired to answer {''.join(ANSWERS[name])!r} to every prompt").encode()
-            write(folder, files)
+            _write(out / folder, files)
             repos.append({"dir": folder, "repo_type": "model",
                           "ids": [{"repo_id": standin_id, "commit": None}, {"repo_id": real_id, "commit": real_commit}],
                           "note": f"STAND-IN for {real_id}: {how}"})

@@ -1,7 +1,14 @@
 """Benchmark loaders: a local directory in a benchmark's official layout → a list of
 :class:`~pointfail.records.Sample`.
 
-``load(name, data_dir, *, limit=None)`` dispatches through :data:`BENCHMARKS`:
+**Every benchmark is one file.** Each module here (not starting with ``_``) declares ``BENCHMARK``, a
+:class:`~pointfail.inputs.benchmarks._spec.Benchmark` (or a tuple of them): its loader, metadata axes,
+official rule (by name; the arithmetic is :mod:`pointfail.official`'s), source pin and stand-in
+release. :func:`benchmarks` discovers them (:func:`pointfail.discovery.discover`, the rule model
+families follow); the CLI, the study file's ``loader``, the runner, the official rule, the fetcher
+and the stand-in hub read this registry, so adding a file adds a benchmark (``tests/test_add_benchmark.py``).
+
+``load(name, data_dir, *, limit=None)`` dispatches through :func:`benchmarks`; the shipped ones:
 
 ============================  ==========================================================
 name                          layout (see each module's docstring)
@@ -26,49 +33,77 @@ benchmark's relative path (as given, not resolved).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, Optional
 
 from pointfail.records import Sample
 
 from ._common import BenchmarkError
-from .point_bench import AXES as _PB_AXES, load_point_bench
-from .pointerbench import AXES as _PTR_AXES, SUBSETS, load_suite, make_pointerbench_loader
-from .refspatial import AXES as _RS_AXES, load_refspatial
-from .screenspot_pro import AXES as _SSP_AXES, load_screenspot_pro
-from .where2place import AXES as _W2P_AXES, load_where2place
+from ._spec import Benchmark, Loader, StandIn
 
-__all__ = ["BENCHMARKS", "AXES", "BenchmarkError", "load", "require_images", "Loader"]
+__all__ = ["BENCHMARKS", "AXES", "Benchmark", "BenchmarkError", "Loader", "StandIn", "benchmarks", "load",
+           "refresh", "require_images", "rule_of"]
 
-Loader = Callable[..., list[Sample]]
+_REGISTRY: Optional[dict[str, Benchmark]] = None
 
-BENCHMARKS: dict[str, Loader] = {
-    "point-bench": load_point_bench,
-    "where2place": load_where2place,
-    "refspatial": load_refspatial,
-    **{name: make_pointerbench_loader(name) for name in SUBSETS},
-    "screenspot-pro": load_screenspot_pro,
-    "suite": load_suite,
-}
-"""Loader per benchmark name; each is ``loader(data_dir, *, limit=None) -> list[Sample]``."""
 
-AXES: dict[str, tuple[str, ...]] = {
-    "point-bench": _PB_AXES,
-    "where2place": _W2P_AXES,
-    "refspatial": _RS_AXES,
-    **{name: _PTR_AXES for name in SUBSETS},
-    "screenspot-pro": _SSP_AXES,
-    "suite": _PTR_AXES,
-}
+def benchmarks() -> dict[str, Benchmark]:
+    """Every declared benchmark by name, in module-name order (discovered once; :func:`refresh`
+    forgets them).
+
+    Raises:
+        RuntimeError: two modules declare the same benchmark name.
+    """
+    global _REGISTRY
+    if _REGISTRY is None:
+        from pointfail.discovery import discover
+        from pointfail.official import use_benchmark_rules
+
+        _REGISTRY = discover(__name__, __path__, "BENCHMARK", Benchmark, unique=True)
+        use_benchmark_rules(rule_of)
+    return _REGISTRY
+
+
+def refresh() -> None:
+    """Forget the discovered benchmarks, so the next lookup scans this package's ``__path__`` again
+    (after a benchmark file was added while the process runs: the throwaway-benchmark test)."""
+    global _REGISTRY
+    _REGISTRY = None
+
+
+def rule_of(name: str) -> Optional[str]:
+    """The official rule's name (a key of :data:`pointfail.official.RULES`) that benchmark ``name``
+    declares; ``None`` for a name no module declares (a generated suite is named after itself) or one
+    scored by each target's ``eval``."""
+    b = benchmarks().get(name)
+    return b.rule if b is not None else None
+
+
+def __getattr__(name: str) -> Any:
+    # BENCHMARKS and AXES are views of the registry, made when asked for (PEP 562), so a benchmark
+    # file added at run time (and refresh()) shows in them
+    if name == "BENCHMARKS":
+        return {n: b.loader for n, b in benchmarks().items()}
+    if name == "AXES":
+        return {n: b.axes for n, b in benchmarks().items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+BENCHMARKS: dict[str, Loader]
+"""Loader per benchmark name; each is ``loader(data_dir, *, limit=None) -> list[Sample]`` (a view of
+:func:`benchmarks`)."""
+
+AXES: dict[str, tuple[str, ...]]
 """Metadata axes per benchmark name (keys of ``Sample.metadata`` used for breakdowns; a subset may
-lack some, e.g. ``surface`` exists only in PointerBench-Text)."""
+lack some, e.g. ``surface`` exists only in PointerBench-Text; a view of :func:`benchmarks`)."""
 
 
 def load(name: str, data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:
     """Load benchmark ``name`` from ``data_dir`` (official layout) as samples sorted by ``sample_id``.
 
     Args:
-        name: a key of :data:`BENCHMARKS`.
+        name: a declared benchmark (:func:`benchmarks`).
         data_dir: the benchmark's root directory.
         limit: keep only the first ``limit`` samples (after sorting); ``None`` keeps all.
 
@@ -77,9 +112,10 @@ def load(name: str, data_dir: str | Path, *, limit: int | None = None) -> list[S
             missing/inconsistent file the loader finds.
         ValueError: ``limit`` < 0.
     """
-    loader = BENCHMARKS.get(name)
-    if loader is None:
-        raise BenchmarkError(name, [f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHMARKS))}"])
+    known = benchmarks()
+    if name not in known:
+        raise BenchmarkError(name, [f"unknown benchmark {name!r}; known: {', '.join(sorted(known))}"])
+    loader = known[name].loader
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     root = Path(data_dir)

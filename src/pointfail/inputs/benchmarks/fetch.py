@@ -3,9 +3,9 @@
 For users with network access only; it never runs in tests (tests set ``HF_HUB_OFFLINE=1``, and
 :func:`fetch` refuses before touching the network).
 
-Each benchmark has one row in :data:`SOURCES`: the publisher's repository id and type, the pinned
-commit (40 hex digits; ``None`` where this table has not pinned one yet — then ``--revision`` must
-name a commit the user has checked), and the file patterns that make up the benchmark's official
+Each benchmark module declares its ``source`` (:data:`SOURCES` gathers them): the publisher's
+repository id and type, the pinned commit (40 hex digits; ``None`` where it has not pinned one
+yet — then ``--revision`` must name a commit the user has checked), and the file patterns that make up the benchmark's official
 layout. After ``huggingface_hub.snapshot_download`` the files are verified against the hub's record
 of that commit: an LFS file by its sha256, a regular file by its git blob id (sha1 of
 ``"blob <size>\\0" + bytes``). A ``pointfail-fetch.json`` beside the data records repository,
@@ -17,14 +17,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from pointfail.inputs.hub import COMMIT_ID, hub_expected_files, hub_offline
 from pointfail.records import canonical_json, sha256_file
 
 from ._common import BenchmarkError
 
-__all__ = ["Source", "SOURCES", "FetchError", "fetch", "verify_files", "git_blob_sha1"]
+__all__ = ["Source", "SOURCES", "FetchError", "fetch", "git_blob_sha1", "sources", "verify_files"]
 
 @dataclass(frozen=True)
 class Source:
@@ -45,27 +45,23 @@ class Source:
     note: str = ""
 
 
-SOURCES: dict[str, Source] = {
-    "point-bench": Source("PointArena/pointarena-data",
-                          note="PointArena Point-Bench (data.json, pixmo_metadata.csv, selected_images.zip, "
-                               "selected_masks.zip)"),
-    "where2place": Source("wentao-yuan/where2place",
-                          note="RoboPoint Where2Place (point_questions.jsonl, images/, masks/NN.jpg)"),
-    "refspatial": Source("BAAI/RefSpatial-Bench", revision="a7f69fa42fc0cc635f432e67def2856778c0eecd",
-                         allow_patterns=("Location/*", "Location/**", "Placement/*", "Placement/**",
-                                         "Unseen/*", "Unseen/**"),
-                         note="RoboRefer RefSpatial-Bench raw data (commit 'add raw data')"),
-    "pointerbench-sheets": Source("WarmwindOS/pointerbench", allow_patterns=("pointerbench-sheets/**",),
-                                  note="PointerBench-Sheets metadata + screenshots"),
-    "pointerbench-text": Source("WarmwindOS/pointerbench", allow_patterns=("pointerbench-text/**",),
-                                note="PointerBench-Text metadata + screenshots"),
-    "pointerbench-pro": Source("WarmwindOS/pointerbench", allow_patterns=("pointerbench-pro/**",),
-                               note="PointerBench-Pro metadata + screenshots"),
-    "screenspot-pro": Source("likaixin/ScreenSpot-Pro", allow_patterns=("annotations/**", "images/**"),
-                             note="ScreenSpot-Pro (annotations/*.json, images/)"),
-}
-"""Publisher repository per benchmark name (the names of :data:`pointfail.inputs.benchmarks.BENCHMARKS`
-that can be downloaded; ``suite`` is generated locally)."""
+def sources() -> dict[str, Source]:
+    """Publisher repository per benchmark name: the ``source`` each benchmark module declares
+    (:class:`pointfail.inputs.benchmarks.Benchmark`); benchmarks without one (``suite``, generated
+    locally) are not downloadable."""
+    from . import benchmarks
+
+    return {n: b.source for n, b in benchmarks().items() if b.source is not None}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SOURCES":  # a view of the registry, made when asked for (PEP 562)
+        return sources()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+SOURCES: dict[str, Source]
+"""Publisher repository per downloadable benchmark name (:func:`sources`)."""
 
 
 class FetchError(RuntimeError):
@@ -105,7 +101,7 @@ def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
     """Download benchmark ``name`` into ``to`` at a pinned commit and verify every file.
 
     Args:
-        name: a key of :data:`SOURCES`.
+        name: a downloadable benchmark (:func:`sources`).
         to: target directory (created).
         revision: a 40-hex commit overriding the table's pin (required where the table has none).
 
@@ -118,9 +114,10 @@ def fetch(name: str, to: str | Path, *, revision: Optional[str] = None) -> Path:
             40-hex commit; the hub cannot be reached or lacks the repo/commit; a downloaded file
             differs from the hub's record (each named).
     """
-    src = SOURCES.get(name)
+    known = sources()
+    src = known.get(name)
     if src is None:
-        raise BenchmarkError(name, [f"unknown benchmark {name!r}; downloadable: {', '.join(sorted(SOURCES))}"])
+        raise BenchmarkError(name, [f"unknown benchmark {name!r}; downloadable: {', '.join(sorted(known))}"])
     rev = revision or src.revision
     if rev is None:
         raise FetchError(f"{name}: no revision is pinned for {src.repo_id} in pointfail's table; pass "

@@ -57,6 +57,8 @@ from typing import Any
 from pointfail.records import Sample, Target
 
 from ._common import NfcIndex, Problems, image_ref, measure_mask, nfc, read_json, row_problem, warn_mask_problems
+from ._spec import Benchmark, StandIn
+from .fetch import Source
 
 NAME = "point-bench"
 CATEGORIES = ("affordable", "counting", "spatial", "reasoning", "steerable")
@@ -252,3 +254,13 @@ def load_point_bench(data_dir: str | Path, *, limit: int | None = None) -> list[
                       f"official evaluator does: {skipped[:5]}", stacklevel=2)
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out
+
+
+BENCHMARK = Benchmark(
+    name=NAME, loader=load_point_bench, axes=AXES, rule="point-bench",
+    source=Source("PointArena/pointarena-data",
+                  note="PointArena Point-Bench (data.json, pixmo_metadata.csv, selected_images.zip, "
+                       "selected_masks.zip)"),
+    standin=StandIn("point-bench", "pointfail.generated.testing.standin:point_bench_files",
+                    "PointArena's Point-Bench", order=0))
+"""Point-Bench: PointArena's rule (:mod:`pointfail.official`), ``PointArena/pointarena-data``."""

@@ -38,6 +38,8 @@ from pointfail.inputs.study import NAME_PATTERN
 
 from ._common import (BenchmarkError, Containment, Problems, boxes_sha256, check_box, contained, image_ref, read_json, read_jsonl,
                       row_problem)
+from ._spec import Benchmark, StandIn
+from .fetch import Source
 
 SUBSETS = ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
 AXES = ("answer_type", "data_type", "category", "ui_style", "language", "surface", "difficulty",
@@ -269,3 +271,23 @@ def load_suite(data_dir: str | Path, *, limit: int | None = None) -> list[Sample
         problems.raise_if_any()
     out = _load_rows(subset_dir(root, name), name, images_required=True, suite=True)
     return out[:limit] if limit is not None else out
+
+
+_TITLES = {"pointerbench-sheets": "PointerBench-Sheets", "pointerbench-text": "PointerBench-Text",
+           "pointerbench-pro": "PointerBench-Pro"}
+_PB_HOW = ("a few synthetic 1024x768 screenshots of one coloured bar per row, written in the publisher's exact file "
+           "layout and field names")
+
+BENCHMARK = (
+    *(Benchmark(
+        name=name, loader=make_pointerbench_loader(name), axes=AXES,
+        source=Source("WarmwindOS/pointerbench", allow_patterns=(f"{name}/**",),
+                      note=f"{_TITLES[name]} metadata + screenshots"),
+        # one hub repository holds the three subsets (each benchmark's allow_patterns picks its folder)
+        standin=StandIn("pointerbench", "pointfail.generated.testing.standin:pointerbench_files",
+                        "WarmwindOS's PointerBench", _PB_HOW, order=4) if name == SUBSETS[0] else None)
+      for name in SUBSETS),
+    Benchmark(name="suite", loader=load_suite, axes=AXES),
+)
+"""PointerBench's three subsets (rule: each row's ``eval``, PointerBench's ``eval.py``;
+``WarmwindOS/pointerbench``, one repository) and the generated suites in its layout (nothing to fetch)."""

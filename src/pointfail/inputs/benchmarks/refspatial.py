@@ -26,6 +26,8 @@ from pathlib import Path
 from pointfail.records import Sample, Target
 
 from ._common import NfcIndex, Problems, image_ref, measure_mask, read_json, row_problem, warn_mask_problems
+from ._spec import Benchmark, StandIn
+from .fetch import Source
 
 NAME = "refspatial"
 SPLITS = ("Location", "Placement", "Unseen")
@@ -123,3 +125,14 @@ def load_refspatial(data_dir: str | Path, *, limit: int | None = None) -> list[S
     warn_mask_problems(NAME, mask_problems)
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out
+
+
+BENCHMARK = Benchmark(
+    name=NAME, loader=load_refspatial, axes=AXES, rule="refspatial",
+    source=Source("BAAI/RefSpatial-Bench", revision="a7f69fa42fc0cc635f432e67def2856778c0eecd",
+                  allow_patterns=("Location/*", "Location/**", "Placement/*", "Placement/**",
+                                  "Unseen/*", "Unseen/**"),
+                  note="RoboRefer RefSpatial-Bench raw data (commit 'add raw data')"),
+    standin=StandIn("refspatial", "pointfail.generated.testing.standin:refspatial_files",
+                    "RoboRefer's RefSpatial-Bench", order=2))
+"""RefSpatial-Bench: RoboRefer's rule (:mod:`pointfail.official`), ``BAAI/RefSpatial-Bench`` at the pinned commit."""

@@ -20,6 +20,8 @@ from pointfail.geometry.shapes import box_area
 from pointfail.records import Sample, Target
 
 from ._common import NfcIndex, Problems, boxes_sha256, check_box, image_ref, read_json, row_problem
+from ._spec import Benchmark, StandIn
+from .fetch import Source
 
 NAME = "screenspot-pro"
 AXES = ("group", "application", "platform", "ui_type")
@@ -90,3 +92,12 @@ def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> li
     problems.raise_if_any()
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out
+
+
+BENCHMARK = Benchmark(
+    name=NAME, loader=load_screenspot_pro, axes=AXES, rule="screenspot-pro",
+    source=Source("likaixin/ScreenSpot-Pro", allow_patterns=("annotations/**", "images/**"),
+                  note="ScreenSpot-Pro (annotations/*.json, images/)"),
+    standin=StandIn("screenspot-pro", "pointfail.generated.testing.standin:screenspot_pro_files",
+                    "likaixin's ScreenSpot-Pro", order=3))
+"""ScreenSpot-Pro: its ``eval_screenspot_pro.py`` rule (:mod:`pointfail.official`), ``likaixin/ScreenSpot-Pro``."""

@@ -21,6 +21,8 @@ from pathlib import Path
 from pointfail.records import Sample, Target
 
 from ._common import NfcIndex, Problems, image_ref, measure_mask, read_jsonl, row_problem, warn_mask_problems
+from ._spec import Benchmark, StandIn
+from .fetch import Source
 
 NAME = "where2place"
 AXES = ("category",)
@@ -89,3 +91,12 @@ def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[
     warn_mask_problems(NAME, mask_problems)
     out = [samples[k] for k in sorted(samples)]
     return out[:limit] if limit is not None else out
+
+
+BENCHMARK = Benchmark(
+    name=NAME, loader=load_where2place, axes=AXES, rule="where2place",
+    source=Source("wentao-yuan/where2place",
+                  note="RoboPoint Where2Place (point_questions.jsonl, images/, masks/NN.jpg)"),
+    standin=StandIn("where2place", "pointfail.generated.testing.standin:where2place_files",
+                    "RoboPoint's Where2Place", order=1))
+"""Where2Place: RoboPoint's rule (:mod:`pointfail.official`), ``wentao-yuan/where2place``."""

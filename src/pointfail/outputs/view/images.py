@@ -134,10 +134,10 @@ def missing_image_hint(study_dir: str | Path, benchmark: str) -> str:
         if cmd:
             msg += f", or without Docker `{cmd}`"
         return msg
-    from pointfail.inputs.benchmarks.fetch import SOURCES  # imports no network code until called
+    from pointfail.inputs.benchmarks.fetch import sources  # imports no network code until called
 
     loader = str(bench.get("loader", benchmark)) if bench is not None else benchmark
-    if loader in SOURCES:
+    if loader in sources():
         return f"bring them with `pointfail data fetch {loader} --to {data_dir}`"
     return f"the images are expected under {data_dir}/ (not part of the records)"
 
