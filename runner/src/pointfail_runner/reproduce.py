@@ -5,7 +5,8 @@ from the publisher's files, every weights folder matches the lock: stops in seco
 → prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
 rendered inside the pinned ``suites`` image and checked against the committed manifests) → runs (one
 model container at a time) → judge (the oracle; an Ollama judge too when ``OLLAMA_HOST`` is set) →
-aggregate → compare (the regenerated tables against the committed ``tables/`` byte for byte).
+aggregate (these two through the library's one sequence, :func:`pointfail.running.stages.run_stages`)
+→ compare (the regenerated tables against the committed ``tables/`` byte for byte).
 
 By default everything is written under ``work/reproduce/<study>/`` and compared with
 ``records/<study>/``; ``--publish`` writes into ``records/<study>/`` itself (how the committed records
@@ -196,40 +197,55 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
             judge_unavailable), or a compared judge left misses pending; the judge's digest differs
             from the lock or the study's pin.
     """
-    from pointfail.judge.agreement import agreement_report, format_text
+    from pointfail.running.stages import run_stages
+
+    run_stages(records, judges=judge_runs(study, plan, env=env, lock_file=lock_file, log=log), data_root=data_root,
+               aggregate=False, after=_judge_checked(records, log))
+
+
+def judge_runs(study, plan, *, env: Optional[dict[str, str]] = None, lock_file: Optional[Path] = None,
+               log: Callable[[str], None] = print) -> list:
+    """The study's judges as :class:`pointfail.running.stages.JudgeRun` s, in order (the plan's judges,
+    the primary judge ``primary`` and every other ``other``; the Ollama judge added as a compared judge
+    when ``OLLAMA_HOST`` is set and the oracle is primary), each made from the judge registry
+    (:func:`pointfail.running.judges.kinds.make_judges`) in its turn, the Ollama judge's digest pinned
+    in ``lock_file`` first (rules in :func:`judge_stage`)."""
     from pointfail.running.judges.kinds import make_judges
-    from pointfail.running.judges.stage import judge_study
+    from pointfail.running.stages import JudgeRun
 
     host = (env or {}).get("OLLAMA_HOST") or os.environ.get("OLLAMA_HOST")
     judges = list(plan.judges)
     if "ollama" not in judges and host and plan.primary == "oracle":
         judges.append("ollama")
     settings = {**study.judge.model_dump(), "host": host}
-    for j in judges:
-        role = "primary" if j == plan.primary else "other"
-        judge: Judge
+
+    def make(j: str) -> "Judge":
         if j == "ollama" and lock_file is not None and host:
             _pin_ollama_digest(lock_file, study, host, log)
         (judge,) = make_judges(j, settings)  # the judge registry: the one place a name becomes a judge
-        rep = judge_study(records, judge, role=role, data_root=data_root)
-        log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
-            f"status {dict(sorted(rep.status.items()))}")
-        left = rep.status.get("pending", 0) + (rep.status.get("judge_unavailable", 0) if role == "primary" else 0)
-        if left:
-            raise ReproduceError(f"the {role} judge {rep.judge} left {left} misses without a verdict:\n  "
-                                 + "\n  ".join(rep.problems[:20]))
-    if len(judges) > 1:
-        log(format_text(agreement_report(records)))
+        return judge
+
+    return [JudgeRun(lambda j=j: make(j), role="primary" if j == plan.primary else "other") for j in judges]
 
 
-def aggregate_study(records: Path, *, log: Callable[[str], None] = print) -> dict[str, bytes]:
-    """Every table of the study at ``records`` (:func:`pointfail.aggregate.aggregate`), written to
-    ``records/tables``; returns the files (name -> bytes)."""
-    from pointfail.aggregate import aggregate
+def _judge_checked(records: Path, log: Callable[[str], None]) -> Callable[[str, object], None]:
+    """:func:`pointfail.running.stages.run_stages`' ``after`` for the judge stage of :func:`judge_stage`:
+    one line per judge, :class:`ReproduceError` for misses left without a verdict, the agreement of
+    the judges when more than one ran."""
+    def after(stage: str, result) -> None:
+        if stage == "judge":
+            role, rep = result
+            log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
+                f"status {dict(sorted(rep.status.items()))}")
+            left = rep.status.get("pending", 0) + (rep.status.get("judge_unavailable", 0) if role == "primary" else 0)
+            if left:
+                raise ReproduceError(f"the {role} judge {rep.judge} left {left} misses without a verdict:\n  "
+                                     + "\n  ".join(rep.problems[:20]))
+        elif stage == "judges" and len(result) > 1:
+            from pointfail.judge.agreement import agreement_report, format_text
 
-    files = aggregate(records)
-    log(f"[reproduce] aggregate: {len(files)} files in {records / 'tables'}")
-    return files
+            log(format_text(agreement_report(records)))
+    return after
 
 
 def compare_tables(regenerated: Path, committed: Path) -> list[str]:
@@ -520,6 +536,8 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     from . import base as bmod
     from . import images as imod
     from . import prepare, prereqs
+    from pointfail.running.stages import run_stages
+
     from .engine import ensure_engine
     from .study import run_study
 
@@ -596,11 +614,15 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     timed("runs (one model container at a time)", runs)
 
-    def judge():
-        judge_stage(records, study, plan, data_root=repo, env=env, lock_file=lock_file, log=log)
+    judged = _judge_checked(records, log)
 
-    timed("judge", judge)
-    timed("aggregate", lambda: aggregate_study(records, log=log))
+    def after(stage: str, result) -> None:
+        judged(stage, result)
+        if stage == "aggregate":
+            log(f"[reproduce] aggregate: {len(result)} files in {records / 'tables'}")
+
+    run_stages(records, judges=judge_runs(study, plan, env=env, lock_file=lock_file, log=log), data_root=repo,
+               around=timed, after=after)  # the library's sequence: judge, then aggregate, each timed
 
     table_diffs: list[str] = []
 

@@ -15,7 +15,9 @@ For each model (one container at a time, in the study's order) and each benchmar
 4. read the responses with :func:`pointfail.running.jobs.read_responses` (a hostile line becomes an explained
    ``error`` outcome for its sample; a sample with no line becomes one too), turn each into a record
    with ``pointfail.scoring.build_record`` and write ``records/<study>/<model>/<benchmark>.jsonl``
-   atomically (canonical, sorted by sample id).
+   atomically (canonical, sorted by sample id): the records stage of
+   :func:`pointfail.running.stages.run_stages`, whose judge and aggregate stages ``pointfail judge`` /
+   ``pointfail aggregate`` (or ``make reproduce``) run next.
 
 Job folders live under the work root (``work/<study>/<model>/<benchmark>/``, not committed). Every
 path comes from :class:`~pointfail.inputs.study.Roots`, so nothing a study names can lead outside the data,
@@ -293,8 +295,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     from pointfail.inputs.benchmarks import load as load_benchmark
     from pointfail.families import get_family
     from pointfail.running.jobs import JobBusy, JobFileError, read_responses
-    from pointfail.records import write_records
     from pointfail.running.served.backend import ServerUnavailable
+    from pointfail.running.stages import run_stages
     from pointfail.running.worker import WorkerError
 
     from .engine import ensure_engine
@@ -387,7 +389,10 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                     log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
                 records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
                 dest = roots.records_file(m, b)
-                out[m.name][b.name] = write_records(dest, records)
+                # the records stage of the library's one sequence (judge and aggregate: pointfail judge /
+                # aggregate, or make reproduce)
+                out[m.name][b.name] = run_stages(roots.records, records=records, records_path=dest,
+                                                 aggregate=False).records
                 errs = [r for r in records if r.outcome == "error"]
                 if errs:
                     out.errors[m.name][b.name] = len(errs)

@@ -19,6 +19,9 @@ runs the same stages a study run by ``pointfail-runner`` goes through, in order,
 4. ``aggregate.aggregate`` into ``<out>/tables/``, then the report (``report.make_report``) and the
    failure browser (``view.build_site``).
 
+Steps 2 (writing the records) to 4 are :func:`pointfail.running.stages.run_stages`, the one sequence
+``pointfail-runner run`` and ``make reproduce`` run their stages through too.
+
 Text replies are parsed by the family given (any spelling ``get_family`` accepts). Coordinate replies
 (PointerBench's keys: ``point``, ``pred``, ``coordinate``, ``prediction``, ``bbox``, ``box``, ``x``/``y``,
 ``x0``…``y1``, read by ``benchmarks.official.prediction_point``/``prediction_box``) need their frame
@@ -37,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -457,36 +459,54 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
 def _finish(*, out: Path, records: list, records_path: Path, kept: int, chosen: list, judge: str, judge_client: Any,
             tolerance_px: Optional[float], data: Path, report: bool, view: bool, progress: bool,
             say: Callable[[str], None]) -> tuple:
-    """The stages after scoring, shared by the replies and the served paths: write the records, judge,
-    aggregate, draw the report, build the failure browser. Returns ``(outcomes, judge name, judge
-    report, judge note, tables dir, failure composition, report files, browser index)``."""
-    from pointfail.aggregate import aggregate
-    from pointfail.running.judges.stage import atomic_write_records, judge_study
-
-    records_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_records(records_path, records)
-    outcomes = dict(sorted(Counter(r.outcome for r in records).items()))
-    say(f"[evaluate] wrote {len(records)} records to {records_path} ({kept} unchanged from the last run)")
+    """The stages after scoring, shared by the replies and the served paths, through
+    :func:`pointfail.running.stages.run_stages`: write the records, judge, aggregate, draw the report,
+    build the failure browser. Returns ``(outcomes, judge name, judge report, judge note, tables dir,
+    failure composition, report files, browser index)``."""
+    from pointfail.running.stages import JudgeRun, run_stages
 
     with_graphs = all(s.scene_graph_path for s in chosen)
-    judge_name, judge_report, judge_note = _judge(out, records, judge, judge_client, tolerance_px, data,
-                                                  with_graphs, progress, say, judge_study)
-    aggregate(out)
+    if judge == "auto":
+        judge = "oracle" if with_graphs else "none"
+    client = "oracle" if judge == "oracle" else judge_client
+
+    def after(stage: str, result: Any) -> None:
+        if stage == "records":
+            say(f"[evaluate] wrote {result} records to {records_path} ({kept} unchanged from the last run)")
+        elif stage == "judge":
+            say(f"[evaluate] {judge_line(result[1].to_dict())}")
+        elif stage == "report":
+            say(f"[evaluate] report: {result[0]}")
+        elif stage == "view":
+            say(f"[evaluate] failure browser: {result}")
+
+    done = run_stages(out, records=records, records_path=records_path,
+                      judges=() if judge == "none" else (JudgeRun(lambda: client),), data_root=data,
+                      tolerance_px=tolerance_px, report=report, view=view, image_roots=[data], progress=progress,
+                      after=after)
+    judge_name, judge_report, judge_note = _judge_outcome(done, records, judge, with_graphs)
     tables = out / "tables"
     composition = (tables / "failure_composition.md").read_text(encoding="utf-8")
-    written: list[Path] = []
-    if report:
-        from pointfail.outputs.report import make_report
+    return done.outcomes, judge_name, judge_report, judge_note, tables, composition, done.report, done.view
 
-        written = make_report(out)
-        say(f"[evaluate] report: {written[0]}")
-    index = None
-    if view:
-        from pointfail.outputs.view import build_site
 
-        index = build_site(out, image_roots=[data]).out_dir / "index.html"
-        say(f"[evaluate] failure browser: {index}")
-    return outcomes, judge_name, judge_report, judge_note, tables, composition, written, index
+def _judge_outcome(done: Any, records: list, judge: str, with_graphs: bool) -> tuple:
+    """``(judge name, judge report, judge note)`` of the judge stage :func:`_finish` ran (``judge``
+    already resolved from ``auto``): the note says why misses are not labeled, or how many still lack a
+    verdict."""
+    if judge == "none":
+        note = None
+        if any(r.outcome == "miss" for r in records):
+            note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
+                    "pass --judge ollama (or --judge openai) to label them with a model judge") if not with_graphs else \
+                   "misses are not labeled (pending): --judge none"
+        return None, None, note
+    d = done.judged[0][1].to_dict()
+    note = None
+    left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
+    if left:
+        note = f"{left} misses still without a verdict from {d['judge']} (rerun the same command to fill them in)"
+    return d["judge"], d, note
 
 
 def check_out_dir(out: Path, data: Path) -> None:
@@ -510,28 +530,6 @@ def judge_line(report: dict) -> str:
     :meth:`pointfail.running.judges.stage.StageReport.to_dict` (keys ``judge``, ``misses``, ``already``, ``judged``)."""
     return (f"judge {report['judge']}: {report['misses']} misses, {report['already']} already judged, "
             f"{report['judged']} judged now")
-
-
-def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
-    misses = sum(1 for r in records if r.outcome == "miss")
-    if judge == "auto":
-        judge = "oracle" if with_graphs else "none"
-    if judge == "none":
-        note = None
-        if misses:
-            note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
-                    "pass --judge ollama (or --judge openai) to label them with a model judge") if not with_graphs else \
-                   "misses are not labeled (pending): --judge none"
-        return None, None, note
-    client = "oracle" if judge == "oracle" else judge_client
-    rep = judge_study(out, client, role="primary", data_root=data, tolerance_px=tolerance_px, progress=progress)
-    d = rep.to_dict()
-    say(f"[evaluate] {judge_line(d)}")
-    note = None
-    left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
-    if left:
-        note = f"{left} misses still without a verdict from {d['judge']} (rerun the same command to fill them in)"
-    return d["judge"], d, note
 
 
 def _write_study_toml(out: Path, notes: list[str], primary_judge: str, model: str, bench: str) -> list[str]:
