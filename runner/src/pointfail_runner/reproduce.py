@@ -16,6 +16,7 @@ missing and the command that fetches each.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -225,7 +226,7 @@ def judge_runs(study, plan, *, env: Optional[dict[str, str]] = None, lock_file: 
         (judge,) = make_judges(j, settings)  # the judge registry: the one place a name becomes a judge
         return judge
 
-    return [JudgeRun(lambda j=j: make(j), role="primary" if j == plan.primary else "other") for j in judges]
+    return [JudgeRun(functools.partial(make, j), role="primary" if j == plan.primary else "other") for j in judges]
 
 
 def _judge_checked(records: Path, log: Callable[[str], None]) -> Callable[[str, object], None]:
@@ -533,87 +534,29 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     """The timed stages of :func:`reproduce` (the stand-ins, if any, are running)."""
     from tabulate import tabulate
 
-    from . import base as bmod
-    from . import images as imod
-    from . import prepare, prereqs
     from pointfail.running.stages import run_stages
 
     from .engine import ensure_engine
-    from .study import run_study
 
     base_lock = repo / "images/base/base.lock.json"
     snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
-    # Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
-    # benchmark row and check every weights folder, before the engine, the base or any image.
-    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
-                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
-    if needs_fetch:
-        fetch_cmds: list[str] = []
-        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
-              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
-                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
-        pre = timed("preflight (every benchmark row, every weights folder)",
-                    lambda: preflight(repo, study, data_root, lock_file, log=log))
-        if pre.problems:
-            raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
-                                 "checks):\n  " + "\n  ".join(pre.problems[:40]))
+    _checked_inputs(repo, study, env, data_root, lock_file, timed=timed, log=log)
     if client is None:
         client = timed("docker engine", ensure_engine)
-
-    def prerequisites():
-        # The host needs only the engine (above) and, to build the base, debootstrap; Tesseract,
-        # Chromium and fonts live in the images.
-        if bmod.find_base(client, bmod.read_lock(base_lock), snapshot) is None:
-            prereqs.ensure_packages(prereqs.REPRODUCE_PACKAGES, install=install, log=log)
-        else:
-            log("[prereqs] the base image is in the engine; nothing to install")
-
     if not bundle:
-        timed("prerequisites", prerequisites)
-
-    def base_image():
-        if bundle:
-            local = bmod.find_base(client, bmod.read_lock(base_lock), snapshot)
-            if local is None:
-                raise ReproduceError(f"the bundle holds no base for {_shown(base_lock, repo)}")
-            return local
-        return bmod.ensure_base(client, base_lock, record=publish, log=log, **snap)
-
-    base = timed("base image", base_image)
+        timed("prerequisites", lambda: _prerequisites(client, base_lock, snapshot, install=install, log=log))
+    base = timed("base image", lambda: _base_image(client, repo, base_lock, snap, bundle=bundle, publish=publish,
+                                                   log=log))
     if bundle:
         snap["allow_build"] = False
-
-    def build_all():
-        names = sorted({m.image for m in study.models if m.kind == "container"}  # served: run_study's own
-                       | ({SUITES_IMAGE} if generated else set()))
-        built = {}
-        for name in names:
-            built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log, **snap)
-            if publish:
-                imod.record_debian(repo, built[name], log=log)
-        return built
-
-    built = timed("images", build_all)
-
-
+    built = timed("images", lambda: _build_images(client, repo, study, generated, variant, snap, publish=publish,
+                                                  log=log))
     checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
           lambda: checks.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
                                             data_root, publish=publish, log=log)))
-
-
-    def runs():
-        if records != committed:
-            records.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(study.path, records / "study.toml")
-        for m in study.models:
-            (records / m.name).mkdir(parents=True, exist_ok=True)
-        run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
-                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client,
-                  build_options=snap, log=log, lock_file=lock_file)
-
-    timed("runs (one model container at a time)", runs)
-
+    timed("runs (one model container at a time)",
+          lambda: _runs(client, repo, study, work, records, committed, data_root, lock_file, variant, snap, log=log))
     judged = _judge_checked(records, log)
 
     def after(stage: str, result) -> None:
@@ -623,30 +566,112 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
 
     run_stages(records, judges=judge_runs(study, plan, env=env, lock_file=lock_file, log=log), data_root=repo,
                around=timed, after=after)  # the library's sequence: judge, then aggregate, each timed
-
     table_diffs: list[str] = []
-
-    def compare():
-        if publish:
-            return
-        table_diffs.extend(compare_tables(records / "tables", committed / "tables"))
-        if lock_file.is_file() and lock_file != committed_lock:
-            if not committed_lock.is_file():
-                log(f"[reproduce] study lock written to {_shown(lock_file, repo)}: copy it to "
-                    f"{_shown(committed_lock, repo)} and commit it to pin this study")
-            elif lock_file.read_bytes() != committed_lock.read_bytes():
-                table_diffs.append(f"study.lock: {_shown(lock_file, repo)} differs from {_shown(committed_lock, repo)}")
-            else:
-                log(f"[reproduce] study lock {_shown(lock_file, repo)} matches {_shown(committed_lock, repo)} byte for byte")
-        if not table_diffs:
-            log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
-
-    timed("compare with committed tables", compare)
+    if publish:
+        timed("compare with committed tables", lambda: None)
+    else:
+        timed("compare with committed tables",
+              lambda: table_diffs.extend(_compare(repo, records, committed, lock_file, committed_lock, log=log)))
     rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
     rows.append(("total", f"{time.monotonic() - t_start:.1f}"))
     log(tabulate(rows, headers=["stage", "seconds"], tablefmt="github"))
     return summarize(study.name, checks, table_diffs, repo, publish=publish, debian=debian_report(base, built),
                      log=log)
+
+
+def _checked_inputs(repo, study, env, data_root, lock_file, *, timed, log) -> None:
+    """Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
+    benchmark row and check every weights folder, before the engine, the base or any image.
+
+    Raises:
+        ReproduceError: the preflight found problems (the first 40 listed).
+    """
+    from . import prepare
+
+    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
+                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
+    if not needs_fetch:
+        return
+    download = bool(env.get("HF_ENDPOINT"))
+    timed("fetch (hub, through the study lock)" if download else "check data and weights against the lock",
+          lambda: prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env, download=download, log=log))
+    pre = timed("preflight (every benchmark row, every weights folder)",
+                lambda: preflight(repo, study, data_root, lock_file, log=log))
+    if pre.problems:
+        raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
+                             "checks):\n  " + "\n  ".join(pre.problems[:40]))
+
+
+def _prerequisites(client, base_lock: Path, snapshot, *, install: bool, log) -> None:
+    """The host needs only the engine and, to build the base, debootstrap; Tesseract, Chromium and
+    fonts live in the images."""
+    from . import base as bmod
+    from . import prereqs
+
+    if bmod.find_base(client, bmod.read_lock(base_lock), snapshot) is None:
+        prereqs.ensure_packages(prereqs.REPRODUCE_PACKAGES, install=install, log=log)
+    else:
+        log("[prereqs] the base image is in the engine; nothing to install")
+
+
+def _base_image(client, repo: Path, base_lock: Path, snap: dict, *, bundle, publish: bool, log):
+    """The base image: the bundle's (never built), else :func:`pointfail_runner.base.ensure_base`."""
+    from . import base as bmod
+
+    if bundle:
+        local = bmod.find_base(client, bmod.read_lock(base_lock), snap["snapshot"])
+        if local is None:
+            raise ReproduceError(f"the bundle holds no base for {_shown(base_lock, repo)}")
+        return local
+    return bmod.ensure_base(client, base_lock, record=publish, log=log, **snap)
+
+
+def _build_images(client, repo: Path, study, generated, variant, snap: dict, *, publish: bool, log) -> dict:
+    """Every container model's image and, with generated suites, the suites image (served models'
+    images are run_study's own); with ``publish`` each one's Debian versions recorded."""
+    from . import images as imod
+
+    names = sorted({m.image for m in study.models if m.kind == "container"}
+                   | ({SUITES_IMAGE} if generated else set()))
+    built = {}
+    for name in names:
+        built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log, **snap)
+        if publish:
+            imod.record_debian(repo, built[name], log=log)
+    return built
+
+
+def _runs(client, repo: Path, study, work: Path, records: Path, committed: Path, data_root: Path, lock_file: Path,
+          variant, snap: dict, *, log) -> None:
+    """The study's runs (:func:`pointfail_runner.study.run_study`) into ``records`` (the study file
+    copied beside them when they are not the committed folder)."""
+    from .study import run_study
+
+    if records != committed:
+        records.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(study.path, records / "study.toml")
+    for m in study.models:
+        (records / m.name).mkdir(parents=True, exist_ok=True)
+    run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
+              wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client,
+              build_options=snap, log=log, lock_file=lock_file)
+
+
+def _compare(repo: Path, records: Path, committed: Path, lock_file: Path, committed_lock: Path, *, log) -> list[str]:
+    """The regenerated tables against the committed ones (:func:`compare_tables`) and the study lock
+    this run wrote against the committed one, byte for byte: the differences, one entry each."""
+    table_diffs = compare_tables(records / "tables", committed / "tables")
+    if lock_file.is_file() and lock_file != committed_lock:
+        if not committed_lock.is_file():
+            log(f"[reproduce] study lock written to {_shown(lock_file, repo)}: copy it to "
+                f"{_shown(committed_lock, repo)} and commit it to pin this study")
+        elif lock_file.read_bytes() != committed_lock.read_bytes():
+            table_diffs.append(f"study.lock: {_shown(lock_file, repo)} differs from {_shown(committed_lock, repo)}")
+        else:
+            log(f"[reproduce] study lock {_shown(lock_file, repo)} matches {_shown(committed_lock, repo)} byte for byte")
+    if not table_diffs:
+        log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
+    return table_diffs
 
 
 def summarize(study_name: str, checks: list[SuiteCheck], table_diffs: list[str], repo: Path, *,
