@@ -15,7 +15,8 @@ explained ``error`` outcome for its sample, a symlink is refused, never followed
   requeued shard does, are counted and ignored), every sample of the benchmark is turned into a record
   exactly once with the same code as the single-machine runner
   (:func:`pointfail_runner.study.records_for`) and written sorted by ``sample_id``
-  (:func:`pointfail.records.write_records`). The records are those ``pointfail-runner run`` writes on
+  (:func:`pointfail.records.write_records`, the records stage of
+  :func:`pointfail.running.stages.run_stages`). The records are those ``pointfail-runner run`` writes on
   one machine from the same answers (byte for byte; only the measured ``response.seconds`` differs
   between any two runs), whatever the shard sizes, the order shards ran in, or how often a shard
   ran, so the tables ``aggregate`` makes from them are byte-identical. A benchmark with a missing cell is not written; the cells to rerun are listed
@@ -185,7 +186,7 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
     """
     from pointfail.families import get_family
     from pointfail.running.jobs import ResponseLog, read_responses
-    from pointfail.records import write_records
+    from pointfail.running.stages import run_stages
 
     from .container import JobPaths
     from .shards import load_samples
@@ -222,7 +223,8 @@ def merge(plan: Plan, run: RunDir, *, repo: Path, study, roots, log: Callable[[s
             records = records_for(plan.study, spec, ordered, prompts, combined, prov,
                                   roots.data_dir(study.benchmark(bench)), repo)
             dest = roots.records_file(spec, study.benchmark(bench))
-            result.written[(m.name, bench)] = write_records(dest, records)
+            result.written[(m.name, bench)] = run_stages(roots.records, records=records, records_path=dest,
+                                                         aggregate=False).records  # the records stage
             log(f"[merge] {m.name}/{bench}: {len(records)} records -> {dest}")
     if result.duplicates:
         log(f"[merge] {result.duplicates} later line(s) of samples answered twice (re-run shards) ignored")

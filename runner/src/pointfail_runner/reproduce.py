@@ -5,7 +5,8 @@ from the publisher's files, every weights folder matches the lock: stops in seco
 → prerequisites (Debian packages, Docker Engine) → base image → images → data (generated suites,
 rendered inside the pinned ``suites`` image and checked against the committed manifests) → runs (one
 model container at a time) → judge (the oracle; an Ollama judge too when ``OLLAMA_HOST`` is set) →
-aggregate → compare (the regenerated tables against the committed ``tables/`` byte for byte).
+aggregate (these two through the library's one sequence, :func:`pointfail.running.stages.run_stages`)
+→ compare (the regenerated tables against the committed ``tables/`` byte for byte).
 
 By default everything is written under ``work/reproduce/<study>/`` and compared with
 ``records/<study>/``; ``--publish`` writes into ``records/<study>/`` itself (how the committed records
@@ -15,6 +16,7 @@ missing and the command that fetches each.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -196,40 +198,55 @@ def judge_stage(records: Path, study, plan, *, data_root: Path, env: Optional[di
             judge_unavailable), or a compared judge left misses pending; the judge's digest differs
             from the lock or the study's pin.
     """
-    from pointfail.judge.agreement import agreement_report, format_text
+    from pointfail.running.stages import run_stages
+
+    run_stages(records, judges=judge_runs(study, plan, env=env, lock_file=lock_file, log=log), data_root=data_root,
+               aggregate=False, after=_judge_checked(records, log))
+
+
+def judge_runs(study, plan, *, env: Optional[dict[str, str]] = None, lock_file: Optional[Path] = None,
+               log: Callable[[str], None] = print) -> list:
+    """The study's judges as :class:`pointfail.running.stages.JudgeRun` s, in order (the plan's judges,
+    the primary judge ``primary`` and every other ``other``; the Ollama judge added as a compared judge
+    when ``OLLAMA_HOST`` is set and the oracle is primary), each made from the judge registry
+    (:func:`pointfail.running.judges.kinds.make_judges`) in its turn, the Ollama judge's digest pinned
+    in ``lock_file`` first (rules in :func:`judge_stage`)."""
     from pointfail.running.judges.kinds import make_judges
-    from pointfail.running.judges.stage import judge_study
+    from pointfail.running.stages import JudgeRun
 
     host = (env or {}).get("OLLAMA_HOST") or os.environ.get("OLLAMA_HOST")
     judges = list(plan.judges)
     if "ollama" not in judges and host and plan.primary == "oracle":
         judges.append("ollama")
     settings = {**study.judge.model_dump(), "host": host}
-    for j in judges:
-        role = "primary" if j == plan.primary else "other"
-        judge: Judge
+
+    def make(j: str) -> "Judge":
         if j == "ollama" and lock_file is not None and host:
             _pin_ollama_digest(lock_file, study, host, log)
         (judge,) = make_judges(j, settings)  # the judge registry: the one place a name becomes a judge
-        rep = judge_study(records, judge, role=role, data_root=data_root)
-        log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
-            f"status {dict(sorted(rep.status.items()))}")
-        left = rep.status.get("pending", 0) + (rep.status.get("judge_unavailable", 0) if role == "primary" else 0)
-        if left:
-            raise ReproduceError(f"the {role} judge {rep.judge} left {left} misses without a verdict:\n  "
-                                 + "\n  ".join(rep.problems[:20]))
-    if len(judges) > 1:
-        log(format_text(agreement_report(records)))
+        return judge
+
+    return [JudgeRun(functools.partial(make, j), role="primary" if j == plan.primary else "other") for j in judges]
 
 
-def aggregate_study(records: Path, *, log: Callable[[str], None] = print) -> dict[str, bytes]:
-    """Every table of the study at ``records`` (:func:`pointfail.aggregate.aggregate`), written to
-    ``records/tables``; returns the files (name -> bytes)."""
-    from pointfail.aggregate import aggregate
+def _judge_checked(records: Path, log: Callable[[str], None]) -> Callable[[str, object], None]:
+    """:func:`pointfail.running.stages.run_stages`' ``after`` for the judge stage of :func:`judge_stage`:
+    one line per judge, :class:`ReproduceError` for misses left without a verdict, the agreement of
+    the judges when more than one ran."""
+    def after(stage: str, result) -> None:
+        if stage == "judge":
+            role, rep = result
+            log(f"[reproduce] judge {rep.judge} ({role}): {rep.misses} misses, {rep.judged} judged, "
+                f"status {dict(sorted(rep.status.items()))}")
+            left = rep.status.get("pending", 0) + (rep.status.get("judge_unavailable", 0) if role == "primary" else 0)
+            if left:
+                raise ReproduceError(f"the {role} judge {rep.judge} left {left} misses without a verdict:\n  "
+                                     + "\n  ".join(rep.problems[:20]))
+        elif stage == "judges" and len(result) > 1:
+            from pointfail.judge.agreement import agreement_report, format_text
 
-    files = aggregate(records)
-    log(f"[reproduce] aggregate: {len(files)} files in {records / 'tables'}")
-    return files
+            log(format_text(agreement_report(records)))
+    return after
 
 
 def compare_tables(regenerated: Path, committed: Path) -> list[str]:
@@ -517,114 +534,144 @@ def _stages(repo, study, plan, env, committed, work, records, data_root, generat
     """The timed stages of :func:`reproduce` (the stand-ins, if any, are running)."""
     from tabulate import tabulate
 
-    from . import base as bmod
-    from . import images as imod
-    from . import prepare, prereqs
+    from pointfail.running.stages import run_stages
+
     from .engine import ensure_engine
-    from .study import run_study
 
     base_lock = repo / "images/base/base.lock.json"
     snap = dict(snapshot=snapshot, snapshot_mirror=snapshot_mirror)
-    # Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
-    # benchmark row and check every weights folder, before the engine, the base or any image.
-    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
-                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
-    if needs_fetch:
-        fetch_cmds: list[str] = []
-        timed("fetch (hub, through the study lock)" if env.get("HF_ENDPOINT") else "check data and weights against the lock",
-              lambda: fetch_cmds.extend(prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env,
-                                                            download=bool(env.get("HF_ENDPOINT")), log=log)))
-        pre = timed("preflight (every benchmark row, every weights folder)",
-                    lambda: preflight(repo, study, data_root, lock_file, log=log))
-        if pre.problems:
-            raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
-                                 "checks):\n  " + "\n  ".join(pre.problems[:40]))
+    _checked_inputs(repo, study, env, data_root, lock_file, timed=timed, log=log)
     if client is None:
         client = timed("docker engine", ensure_engine)
-
-    def prerequisites():
-        # The host needs only the engine (above) and, to build the base, debootstrap; Tesseract,
-        # Chromium and fonts live in the images.
-        if bmod.find_base(client, bmod.read_lock(base_lock), snapshot) is None:
-            prereqs.ensure_packages(prereqs.REPRODUCE_PACKAGES, install=install, log=log)
-        else:
-            log("[prereqs] the base image is in the engine; nothing to install")
-
     if not bundle:
-        timed("prerequisites", prerequisites)
-
-    def base_image():
-        if bundle:
-            local = bmod.find_base(client, bmod.read_lock(base_lock), snapshot)
-            if local is None:
-                raise ReproduceError(f"the bundle holds no base for {_shown(base_lock, repo)}")
-            return local
-        return bmod.ensure_base(client, base_lock, record=publish, log=log, **snap)
-
-    base = timed("base image", base_image)
+        timed("prerequisites", lambda: _prerequisites(client, base_lock, snapshot, install=install, log=log))
+    base = timed("base image", lambda: _base_image(client, repo, base_lock, snap, bundle=bundle, publish=publish,
+                                                   log=log))
     if bundle:
         snap["allow_build"] = False
-
-    def build_all():
-        names = sorted({m.image for m in study.models if m.kind == "container"}  # served: run_study's own
-                       | ({SUITES_IMAGE} if generated else set()))
-        built = {}
-        for name in names:
-            built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log, **snap)
-            if publish:
-                imod.record_debian(repo, built[name], log=log)
-        return built
-
-    built = timed("images", build_all)
-
-
+    built = timed("images", lambda: _build_images(client, repo, study, generated, variant, snap, publish=publish,
+                                                  log=log))
     checks: list[SuiteCheck] = []
     timed("data (suites in the pinned image)",
           lambda: checks.extend(make_suites(client, repo, study, built[SUITES_IMAGE].tag if generated else "",
                                             data_root, publish=publish, log=log)))
+    timed("runs (one model container at a time)",
+          lambda: _runs(client, repo, study, work, records, committed, data_root, lock_file, variant, snap, log=log))
+    judged = _judge_checked(records, log)
 
+    def after(stage: str, result) -> None:
+        judged(stage, result)
+        if stage == "aggregate":
+            log(f"[reproduce] aggregate: {len(result)} files in {records / 'tables'}")
 
-    def runs():
-        if records != committed:
-            records.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(study.path, records / "study.toml")
-        for m in study.models:
-            (records / m.name).mkdir(parents=True, exist_ok=True)
-        run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
-                  wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client,
-                  build_options=snap, log=log, lock_file=lock_file)
-
-    timed("runs (one model container at a time)", runs)
-
-    def judge():
-        judge_stage(records, study, plan, data_root=repo, env=env, lock_file=lock_file, log=log)
-
-    timed("judge", judge)
-    timed("aggregate", lambda: aggregate_study(records, log=log))
-
+    run_stages(records, judges=judge_runs(study, plan, env=env, lock_file=lock_file, log=log), data_root=repo,
+               around=timed, after=after)  # the library's sequence: judge, then aggregate, each timed
     table_diffs: list[str] = []
-
-    def compare():
-        if publish:
-            return
-        table_diffs.extend(compare_tables(records / "tables", committed / "tables"))
-        if lock_file.is_file() and lock_file != committed_lock:
-            if not committed_lock.is_file():
-                log(f"[reproduce] study lock written to {_shown(lock_file, repo)}: copy it to "
-                    f"{_shown(committed_lock, repo)} and commit it to pin this study")
-            elif lock_file.read_bytes() != committed_lock.read_bytes():
-                table_diffs.append(f"study.lock: {_shown(lock_file, repo)} differs from {_shown(committed_lock, repo)}")
-            else:
-                log(f"[reproduce] study lock {_shown(lock_file, repo)} matches {_shown(committed_lock, repo)} byte for byte")
-        if not table_diffs:
-            log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
-
-    timed("compare with committed tables", compare)
+    if publish:
+        timed("compare with committed tables", lambda: None)
+    else:
+        timed("compare with committed tables",
+              lambda: table_diffs.extend(_compare(repo, records, committed, lock_file, committed_lock, log=log)))
     rows = [(name, f"{t1 - t0:.1f}") for name, t0, t1 in marks]
     rows.append(("total", f"{time.monotonic() - t_start:.1f}"))
     log(tabulate(rows, headers=["stage", "seconds"], tablefmt="github"))
     return summarize(study.name, checks, table_diffs, repo, publish=publish, debian=debian_report(base, built),
                      log=log)
+
+
+def _checked_inputs(repo, study, env, data_root, lock_file, *, timed, log) -> None:
+    """Nothing learned late: fetch (a rehearsal's stand-in hub) or check against the lock, then load every
+    benchmark row and check every weights folder, before the engine, the base or any image.
+
+    Raises:
+        ReproduceError: the preflight found problems (the first 40 listed).
+    """
+    from . import prepare
+
+    needs_fetch = [b for b in study.benchmarks if not b.generator] + [m for m in study.models
+                                                                     if getattr(m, "checkpoint", "") and m.kind == "container"]
+    if not needs_fetch:
+        return
+    download = bool(env.get("HF_ENDPOINT"))
+    timed("fetch (hub, through the study lock)" if download else "check data and weights against the lock",
+          lambda: prepare.fetch_stage(repo, study, study.path, data_root, lock_file, env, download=download, log=log))
+    pre = timed("preflight (every benchmark row, every weights folder)",
+                lambda: preflight(repo, study, data_root, lock_file, log=log))
+    if pre.problems:
+        raise ReproduceError(f"study {study.name} stopped before any image was built ({pre.seconds:.1f} s of "
+                             "checks):\n  " + "\n  ".join(pre.problems[:40]))
+
+
+def _prerequisites(client, base_lock: Path, snapshot, *, install: bool, log) -> None:
+    """The host needs only the engine and, to build the base, debootstrap; Tesseract, Chromium and
+    fonts live in the images."""
+    from . import base as bmod
+    from . import prereqs
+
+    if bmod.find_base(client, bmod.read_lock(base_lock), snapshot) is None:
+        prereqs.ensure_packages(prereqs.REPRODUCE_PACKAGES, install=install, log=log)
+    else:
+        log("[prereqs] the base image is in the engine; nothing to install")
+
+
+def _base_image(client, repo: Path, base_lock: Path, snap: dict, *, bundle, publish: bool, log):
+    """The base image: the bundle's (never built), else :func:`pointfail_runner.base.ensure_base`."""
+    from . import base as bmod
+
+    if bundle:
+        local = bmod.find_base(client, bmod.read_lock(base_lock), snap["snapshot"])
+        if local is None:
+            raise ReproduceError(f"the bundle holds no base for {_shown(base_lock, repo)}")
+        return local
+    return bmod.ensure_base(client, base_lock, record=publish, log=log, **snap)
+
+
+def _build_images(client, repo: Path, study, generated, variant, snap: dict, *, publish: bool, log) -> dict:
+    """Every container model's image and, with generated suites, the suites image (served models'
+    images are run_study's own); with ``publish`` each one's Debian versions recorded."""
+    from . import images as imod
+
+    names = sorted({m.image for m in study.models if m.kind == "container"}
+                   | ({SUITES_IMAGE} if generated else set()))
+    built = {}
+    for name in names:
+        built[name] = imod.ensure_image(client, repo, name, variant=variant, log=log, **snap)
+        if publish:
+            imod.record_debian(repo, built[name], log=log)
+    return built
+
+
+def _runs(client, repo: Path, study, work: Path, records: Path, committed: Path, data_root: Path, lock_file: Path,
+          variant, snap: dict, *, log) -> None:
+    """The study's runs (:func:`pointfail_runner.study.run_study`) into ``records`` (the study file
+    copied beside them when they are not the committed folder)."""
+    from .study import run_study
+
+    if records != committed:
+        records.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(study.path, records / "study.toml")
+    for m in study.models:
+        (records / m.name).mkdir(parents=True, exist_ok=True)
+    run_study(study.path, repo=repo, data_root=data_root, work_root=work / "jobs", records_root=records, variant=variant,
+              wall_clock_s=3600, progress=sys.stderr.isatty(), fix_permissions=True, client=client,
+              build_options=snap, log=log, lock_file=lock_file)
+
+
+def _compare(repo: Path, records: Path, committed: Path, lock_file: Path, committed_lock: Path, *, log) -> list[str]:
+    """The regenerated tables against the committed ones (:func:`compare_tables`) and the study lock
+    this run wrote against the committed one, byte for byte: the differences, one entry each."""
+    table_diffs = compare_tables(records / "tables", committed / "tables")
+    if lock_file.is_file() and lock_file != committed_lock:
+        if not committed_lock.is_file():
+            log(f"[reproduce] study lock written to {_shown(lock_file, repo)}: copy it to "
+                f"{_shown(committed_lock, repo)} and commit it to pin this study")
+        elif lock_file.read_bytes() != committed_lock.read_bytes():
+            table_diffs.append(f"study.lock: {_shown(lock_file, repo)} differs from {_shown(committed_lock, repo)}")
+        else:
+            log(f"[reproduce] study lock {_shown(lock_file, repo)} matches {_shown(committed_lock, repo)} byte for byte")
+    if not table_diffs:
+        log(f"[reproduce] every table matches {_shown(committed / 'tables', repo)} byte for byte")
+    return table_diffs
 
 
 def summarize(study_name: str, checks: list[SuiteCheck], table_diffs: list[str], repo: Path, *,

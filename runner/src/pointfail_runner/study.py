@@ -15,7 +15,9 @@ For each model (one container at a time, in the study's order) and each benchmar
 4. read the responses with :func:`pointfail.running.jobs.read_responses` (a hostile line becomes an explained
    ``error`` outcome for its sample; a sample with no line becomes one too), turn each into a record
    with ``pointfail.scoring.build_record`` and write ``records/<study>/<model>/<benchmark>.jsonl``
-   atomically (canonical, sorted by sample id).
+   atomically (canonical, sorted by sample id): the records stage of
+   :func:`pointfail.running.stages.run_stages`, whose judge and aggregate stages ``pointfail judge`` /
+   ``pointfail aggregate`` (or ``make reproduce``) run next.
 
 Job folders live under the work root (``work/<study>/<model>/<benchmark>/``, not committed). Every
 path comes from :class:`~pointfail.inputs.study.Roots`, so nothing a study names can lead outside the data,
@@ -25,6 +27,7 @@ weights, work and records roots.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -292,10 +295,8 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     """
     from pointfail.inputs.benchmarks import load as load_benchmark
     from pointfail.families import get_family
-    from pointfail.running.jobs import JobBusy, JobFileError, read_responses
-    from pointfail.records import write_records
-    from pointfail.running.served.backend import ServerUnavailable
-    from pointfail.running.worker import WorkerError
+    from pointfail.running.jobs import JobFileError, read_responses
+    from pointfail.running.stages import run_stages
 
     from .engine import ensure_engine
 
@@ -323,61 +324,22 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
     out = RunCounts()
     samples_by_bench = {b.name: load_benchmark(b.loader, data_dirs[b.name], limit=limit or b.limit)
                         for b in sel_benchmarks}
+    job_opts = _JobOptions(batch_size=batch_size, mem_limit=mem_limit, wall_clock_s=wall_clock_s, progress=progress,
+                           retry_errors=retry_errors, fix_permissions=fix_permissions, log=log)
     with contextlib.ExitStack() as servers:  # servers the runner started, removed on the way out
         for m in sel_models:
             servers.close()  # the previous model's server, if the runner started one
             fam = get_family(m.family)
-            served = isinstance(m, ServerModel)
-            built = None  # the model's image (container models)
-            if isinstance(m, ServerModel):
-                prov = serving.provenance(m)
-                if m.serve is not None:  # the runner starts the server: one per model, removed after its jobs
-                    variant_s = serving.VLLM_VARIANT if m.serve.engine == "vllm" else variant
-                    simage = imod.ensure_image(client, repo, m.serve.image, variant=variant_s, wheelhouse=wheelhouse,
-                                               base_lock=base_lock, log=log, **(build_options or {}))
-                    try:
-                        url = servers.enter_context(serving.serving_container(
-                            client, simage.tag, m, weights_dir=roots.weights_dir(m), log_path=roots.work / m.name /
-                            "server.log", gpu=m.serve.engine == "vllm" or variant == "cuda", log=log))
-                    except serving.ServingFailed as e:
-                        raise StudyError(f"model {m.name}: {e}") from e
-                    m = m.model_copy(update={"base_url": url, "model": serving.served_name(m)})
-                    prov = prov.model_copy(update={"image_digest": simage.id})
-            else:
-                m = locked_model(study, m, lock_file)
-                built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
-                                          base_lock=base_lock, log=log, **(build_options or {}))
-                prov = job_provenance(repo, m.image, variant, built.id, m)
+            m, prov, built = _prepared_model(client, repo, study, m, roots, servers, variant=variant,
+                                             wheelhouse=wheelhouse, base_lock=base_lock,
+                                             build_options=build_options or {}, lock_file=lock_file, log=log)
             out[m.name] = {}
             for b in sel_benchmarks:
                 samples = samples_by_bench[b.name]
-                prompts, requests = requests_for(fam, m, samples, resolve=served)
+                prompts, requests = requests_for(fam, m, samples, resolve=isinstance(m, ServerModel))
                 job = roots.job_dir(m, b)
-                problems: list[str] = []
-                if isinstance(m, ServerModel):
-                    try:
-                        sres = serving.run_served_job(m, job, requests, data_root=data_dirs[b.name],
-                                                      progress=progress, retry_errors=retry_errors, log=log)
-                    except (ServerUnavailable, JobBusy, JobFileError, WorkerError, ValueError) as e:
-                        raise StudyError(f"model {m.name} on {b.name}: {e}") from e
-                    problems = sres.problems
-                else:
-                    assert built is not None, "a container model's image is built above"
-                    extra = ["--revision", m.revision] if m.revision else []
-                    log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
-                    try:
-                        res = cmod.run_job(client, built.tag, family=m.family, job_dir=job, requests=requests,
-                                           weights_dir=weights[m.name], data_root=data_dirs[b.name],
-                                           batch_size=int(batch_size or m.batch_size), mem_limit=mem_limit,
-                                           wall_clock_s=wall_clock_s, extra_args=extra, progress=progress, log=log,
-                                           fix_permissions=fix_permissions, weights_root=roots.weights,
-                                           weights_manifest=(inside(study.file.parent, m.weights_manifest, "weights_manifest")
-                                                             if m.weights_manifest else None))
-                    except cmod.ContainerFailed as e:
-                        raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
-                    except JobBusy as e:
-                        raise StudyError(f"model {m.name} on {b.name}: {e}") from e
-                    problems = res.problems
+                problems = _answer(client, study, roots, m, b, job, requests, built, weights[m.name], data_dirs[b.name],
+                                   job_opts)
                 responses_file = cmod.JobPaths(job).responses
                 try:
                     got = read_responses(responses_file, [s.sample_id for s in samples])
@@ -387,7 +349,10 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                     log(f"[run] {m.name} on {b.name}: {cmod.printable(line)}")
                 records = records_for(study.name, m, samples, prompts, got, prov, data_dirs[b.name], repo)
                 dest = roots.records_file(m, b)
-                out[m.name][b.name] = write_records(dest, records)
+                # the records stage of the library's one sequence (judge and aggregate: pointfail judge /
+                # aggregate, or make reproduce)
+                out[m.name][b.name] = run_stages(roots.records, records=records, records_path=dest,
+                                                 aggregate=False).records
                 errs = [r for r in records if r.outcome == "error"]
                 if errs:
                     out.errors[m.name][b.name] = len(errs)
@@ -395,3 +360,85 @@ def run_study(study_file: Path, *, repo: Path, models: Optional[list[str]] = Non
                         f"{errs[0].sample_id}: {cmod.printable(errs[0].error or '')[:300]}")
                 log(f"[run] wrote {len(records)} records to {dest}")
     return out
+
+
+@dataclass(frozen=True)
+class _JobOptions:
+    """:func:`run_study`'s options for one job (a container's or a served model's)."""
+
+    batch_size: Optional[int]
+    mem_limit: str
+    wall_clock_s: float
+    progress: bool
+    retry_errors: bool
+    fix_permissions: bool
+    log: Callable[[str], None]
+
+
+def _prepared_model(client, repo: Path, study: Study, m, roots: Roots, servers: contextlib.ExitStack, *, variant: str,
+                    wheelhouse: Optional[Path], base_lock: Optional[Path], build_options: dict,
+                    lock_file: Optional[Path], log: Callable[[str], None]) -> tuple:
+    """``(model as it runs, provenance, built image or None)`` for one model of :func:`run_study`: a served
+    model whose server the runner starts gets it started (entered on ``servers``) and its URL; a container
+    model runs at its locked revision (:func:`locked_model`) in its image (built when missing).
+
+    Raises:
+        StudyError: the runner could not start the model's server (``ServingFailed``).
+    """
+    if isinstance(m, ServerModel):
+        prov = serving.provenance(m)
+        if m.serve is not None:  # the runner starts the server: one per model, removed after its jobs
+            variant_s = serving.VLLM_VARIANT if m.serve.engine == "vllm" else variant
+            simage = imod.ensure_image(client, repo, m.serve.image, variant=variant_s, wheelhouse=wheelhouse,
+                                       base_lock=base_lock, log=log, **build_options)
+            try:
+                url = servers.enter_context(serving.serving_container(
+                    client, simage.tag, m, weights_dir=roots.weights_dir(m), log_path=roots.work / m.name /
+                    "server.log", gpu=m.serve.engine == "vllm" or variant == "cuda", log=log))
+            except serving.ServingFailed as e:
+                raise StudyError(f"model {m.name}: {e}") from e
+            m = m.model_copy(update={"base_url": url, "model": serving.served_name(m)})
+            prov = prov.model_copy(update={"image_digest": simage.id})
+        return m, prov, None
+    m = locked_model(study, m, lock_file)
+    built = imod.ensure_image(client, repo, m.image, variant=variant, wheelhouse=wheelhouse,
+                              base_lock=base_lock, log=log, **build_options)
+    return m, job_provenance(repo, m.image, variant, built.id, m), built
+
+
+def _answer(client, study: Study, roots: Roots, m, b, job: Path, requests: list[dict], built, weights_dir: Optional[Path],
+            data_dir: Path, o: _JobOptions) -> list[str]:
+    """Have model ``m`` answer ``requests`` of benchmark ``b`` into the job folder ``job``: through its
+    server (:func:`pointfail_runner.serving.run_served_job`) or its container
+    (:func:`pointfail_runner.container.run_job`). Returns the job's problems (lines to print).
+
+    Raises:
+        StudyError: the server went down, the container failed, the job folder is busy or unusable.
+    """
+    from pointfail.running.jobs import JobBusy, JobFileError
+    from pointfail.running.served.backend import ServerUnavailable
+    from pointfail.running.worker import WorkerError
+
+    if isinstance(m, ServerModel):
+        try:
+            sres = serving.run_served_job(m, job, requests, data_root=data_dir, progress=o.progress,
+                                          retry_errors=o.retry_errors, log=o.log)
+        except (ServerUnavailable, JobBusy, JobFileError, WorkerError, ValueError) as e:
+            raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+        return sres.problems
+    assert built is not None, "a container model's image is built first"
+    extra = ["--revision", m.revision] if m.revision else []
+    o.log(f"[run] {m.name} on {b.name}: {len(requests)} samples, image {built.tag}")
+    try:
+        res = cmod.run_job(client, built.tag, family=m.family, job_dir=job, requests=requests,
+                           weights_dir=weights_dir, data_root=data_dir,
+                           batch_size=int(o.batch_size or m.batch_size), mem_limit=o.mem_limit,
+                           wall_clock_s=o.wall_clock_s, extra_args=extra, progress=o.progress, log=o.log,
+                           fix_permissions=o.fix_permissions, weights_root=roots.weights,
+                           weights_manifest=(inside(study.file.parent, m.weights_manifest, "weights_manifest")
+                                             if m.weights_manifest else None))
+    except cmod.ContainerFailed as e:
+        raise StudyError(f"model {m.name} on {b.name} failed: {e}") from e
+    except JobBusy as e:
+        raise StudyError(f"model {m.name} on {b.name}: {e}") from e
+    return res.problems

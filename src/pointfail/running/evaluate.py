@@ -19,6 +19,9 @@ runs the same stages a study run by ``pointfail-runner`` goes through, in order,
 4. ``aggregate.aggregate`` into ``<out>/tables/``, then the report (``report.make_report``) and the
    failure browser (``view.build_site``).
 
+Steps 2 (writing the records) to 4 are :func:`pointfail.running.stages.run_stages`, the one sequence
+``pointfail-runner run`` and ``make reproduce`` run their stages through too.
+
 Text replies are parsed by the family given (any spelling ``get_family`` accepts). Coordinate replies
 (PointerBench's keys: ``point``, ``pred``, ``coordinate``, ``prediction``, ``bbox``, ``box``, ``x``/``y``,
 ``x0``…``y1``, read by ``benchmarks.official.prediction_point``/``prediction_box``) need their frame
@@ -37,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -366,9 +368,8 @@ def evaluate_replies(
 def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predicted, judge, judge_client,
          tolerance_px, resized_note, report, view, progress, say, out: Path, data: Path) -> EvaluationResult:
     import pointfail
-    from pointfail.families import get_family
     from pointfail.prompts import build_prompt
-    from pointfail.records import Provenance, Response, read_records
+    from pointfail.records import Provenance, read_records
     from pointfail.scoring import build_record
 
     scope = "only_predicted" if only_predicted else "all"
@@ -404,21 +405,7 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
     try:
         for s in it:
             reply = used.get(s.sample_id)
-            if reply is None:
-                f = fam or get_family(COORDINATE_FRAMES[frame or "pixels"])
-                resp = Response(error=NO_REPLY.format(file=rf.path.name))
-            elif reply.text is not None and (fam is not None or not reply.coordinates):
-                f = fam
-                mis = reply.model_input_size
-                if mis is None and f.frame.kind == "pixels_resized":
-                    mis = list(f.expected_model_input_size((s.image.width, s.image.height)))
-                if len(reply.text) > MAX_RESPONSE_RAW_TEXT_CHARS:
-                    resp = Response(error=TOO_LONG.format(n=len(reply.text), cap=MAX_RESPONSE_RAW_TEXT_CHARS))
-                else:
-                    resp = Response(raw_text=reply.text, model_input_size=mis)
-            else:
-                f = get_family(COORDINATE_FRAMES[frame])
-                resp = Response(raw_text=_coordinate_text(reply))
+            f, resp = _response(reply, s, fam, frame, rf.path.name)
             prompt = build_prompt(f, s)
             if reply is not None and reply.prompt is not None:
                 prompt = prompt.model_copy(update={"sent": reply.prompt})
@@ -454,39 +441,79 @@ def _run(*, samples, by_id, rf, used, fam, frame, name, bench_name, only_predict
     return result
 
 
+def _response(reply: Optional[Reply], sample: Any, fam: Any, frame: Optional[str], replies_name: str) -> tuple:
+    """``(family, records.Response)`` of one sample in :func:`_run`: no reply is an error response
+    (:data:`NO_REPLY`), a text reply is parsed by ``fam`` (its ``model_input_size``, or the family's
+    published resize setting for a ``pixels_resized`` family; over the cap: :data:`TOO_LONG`), a
+    coordinate reply is the reply text of the declared frame's JSON family (:func:`_coordinate_text`)."""
+    from pointfail.families import get_family
+    from pointfail.records import Response
+
+    if reply is None:
+        return (fam or get_family(COORDINATE_FRAMES[frame or "pixels"]),
+                Response(error=NO_REPLY.format(file=replies_name)))
+    if reply.text is not None and (fam is not None or not reply.coordinates):
+        mis = reply.model_input_size
+        if mis is None and fam.frame.kind == "pixels_resized":
+            mis = list(fam.expected_model_input_size((sample.image.width, sample.image.height)))
+        if len(reply.text) > MAX_RESPONSE_RAW_TEXT_CHARS:
+            return fam, Response(error=TOO_LONG.format(n=len(reply.text), cap=MAX_RESPONSE_RAW_TEXT_CHARS))
+        return fam, Response(raw_text=reply.text, model_input_size=mis)
+    assert frame is not None, "coordinate replies need --frame (checked before)"
+    return get_family(COORDINATE_FRAMES[frame]), Response(raw_text=_coordinate_text(reply))
+
+
 def _finish(*, out: Path, records: list, records_path: Path, kept: int, chosen: list, judge: str, judge_client: Any,
             tolerance_px: Optional[float], data: Path, report: bool, view: bool, progress: bool,
             say: Callable[[str], None]) -> tuple:
-    """The stages after scoring, shared by the replies and the served paths: write the records, judge,
-    aggregate, draw the report, build the failure browser. Returns ``(outcomes, judge name, judge
-    report, judge note, tables dir, failure composition, report files, browser index)``."""
-    from pointfail.aggregate import aggregate
-    from pointfail.running.judges.stage import atomic_write_records, judge_study
-
-    records_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_records(records_path, records)
-    outcomes = dict(sorted(Counter(r.outcome for r in records).items()))
-    say(f"[evaluate] wrote {len(records)} records to {records_path} ({kept} unchanged from the last run)")
+    """The stages after scoring, shared by the replies and the served paths, through
+    :func:`pointfail.running.stages.run_stages`: write the records, judge, aggregate, draw the report,
+    build the failure browser. Returns ``(outcomes, judge name, judge report, judge note, tables dir,
+    failure composition, report files, browser index)``."""
+    from pointfail.running.stages import JudgeRun, run_stages
 
     with_graphs = all(s.scene_graph_path for s in chosen)
-    judge_name, judge_report, judge_note = _judge(out, records, judge, judge_client, tolerance_px, data,
-                                                  with_graphs, progress, say, judge_study)
-    aggregate(out)
+    if judge == "auto":
+        judge = "oracle" if with_graphs else "none"
+    client = "oracle" if judge == "oracle" else judge_client
+
+    def after(stage: str, result: Any) -> None:
+        if stage == "records":
+            say(f"[evaluate] wrote {result} records to {records_path} ({kept} unchanged from the last run)")
+        elif stage == "judge":
+            say(f"[evaluate] {judge_line(result[1].to_dict())}")
+        elif stage == "report":
+            say(f"[evaluate] report: {result[0]}")
+        elif stage == "view":
+            say(f"[evaluate] failure browser: {result}")
+
+    done = run_stages(out, records=records, records_path=records_path,
+                      judges=() if judge == "none" else (JudgeRun(lambda: client),), data_root=data,
+                      tolerance_px=tolerance_px, report=report, view=view, image_roots=[data], progress=progress,
+                      after=after)
+    judge_name, judge_report, judge_note = _judge_outcome(done, records, judge, with_graphs)
     tables = out / "tables"
     composition = (tables / "failure_composition.md").read_text(encoding="utf-8")
-    written: list[Path] = []
-    if report:
-        from pointfail.outputs.report import make_report
+    return done.outcomes, judge_name, judge_report, judge_note, tables, composition, done.report, done.view
 
-        written = make_report(out)
-        say(f"[evaluate] report: {written[0]}")
-    index = None
-    if view:
-        from pointfail.outputs.view import build_site
 
-        index = build_site(out, image_roots=[data]).out_dir / "index.html"
-        say(f"[evaluate] failure browser: {index}")
-    return outcomes, judge_name, judge_report, judge_note, tables, composition, written, index
+def _judge_outcome(done: Any, records: list, judge: str, with_graphs: bool) -> tuple:
+    """``(judge name, judge report, judge note)`` of the judge stage :func:`_finish` ran (``judge``
+    already resolved from ``auto``): the note says why misses are not labeled, or how many still lack a
+    verdict."""
+    if judge == "none":
+        note = None
+        if any(r.outcome == "miss" for r in records):
+            note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
+                    "pass --judge ollama (or --judge openai) to label them with a model judge") if not with_graphs else \
+                   "misses are not labeled (pending): --judge none"
+        return None, None, note
+    d = done.judged[0][1].to_dict()
+    note = None
+    left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
+    if left:
+        note = f"{left} misses still without a verdict from {d['judge']} (rerun the same command to fill them in)"
+    return d["judge"], d, note
 
 
 def check_out_dir(out: Path, data: Path) -> None:
@@ -510,28 +537,6 @@ def judge_line(report: dict) -> str:
     :meth:`pointfail.running.judges.stage.StageReport.to_dict` (keys ``judge``, ``misses``, ``already``, ``judged``)."""
     return (f"judge {report['judge']}: {report['misses']} misses, {report['already']} already judged, "
             f"{report['judged']} judged now")
-
-
-def _judge(out, records, judge, judge_client, tolerance_px, data, with_graphs, progress, say, judge_study):
-    misses = sum(1 for r in records if r.outcome == "miss")
-    if judge == "auto":
-        judge = "oracle" if with_graphs else "none"
-    if judge == "none":
-        note = None
-        if misses:
-            note = ("misses are not labeled (pending): the benchmark has no scene graphs for the oracle judge; "
-                    "pass --judge ollama (or --judge openai) to label them with a model judge") if not with_graphs else \
-                   "misses are not labeled (pending): --judge none"
-        return None, None, note
-    client = "oracle" if judge == "oracle" else judge_client
-    rep = judge_study(out, client, role="primary", data_root=data, tolerance_px=tolerance_px, progress=progress)
-    d = rep.to_dict()
-    say(f"[evaluate] {judge_line(d)}")
-    note = None
-    left = int(d["status"].get("pending", 0)) + int(d["status"].get("judge_unavailable", 0))
-    if left:
-        note = f"{left} misses still without a verdict from {d['judge']} (rerun the same command to fill them in)"
-    return d["judge"], d, note
 
 
 def _write_study_toml(out: Path, notes: list[str], primary_judge: str, model: str, bench: str) -> list[str]:
@@ -599,6 +604,76 @@ def worker_requests(family: Any, samples: list, max_new_tokens: int, *, resolve:
     return prompts, requests
 
 
+def _check_served_options(judge: str, judge_client: Any, limit: Optional[int], report: bool) -> None:
+    """:func:`evaluate_served`'s option checks, before anything is read (``EvaluateError``; ``MissingExtra``
+    for ``report`` without matplotlib, or without the ``served`` extra)."""
+    from pointfail.extras import require
+
+    if judge not in JUDGES:
+        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+    if judge in ("ollama", "openai") and judge_client is None:
+        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
+    if limit is not None and limit < 1:
+        raise EvaluateError(f"--limit must be >= 1, got {limit}")
+    if report:
+        require("report", "the report (or pass --no-report)")
+    require("served", "a served model (--base-url)")
+
+
+def _served_options(fam: Any, options: Optional[dict[str, Any]], concurrency: Optional[int],
+                    pixel_budget: Optional[int | str]) -> dict[str, Any]:
+    """The served model's ``ServedOptions`` fields: ``options``, ``concurrency``, and for a
+    ``pixels_resized`` family the declared pixel budget (``EvaluateError`` for a bad one)."""
+    opts: dict[str, Any] = dict(options or {})
+    if concurrency is not None:
+        opts["concurrency"] = concurrency
+    if fam.frame.kind == "pixels_resized" and "max_pixels" not in opts:
+        if pixel_budget in (None, "family"):
+            opts["pixel_budget"] = "family"
+        elif isinstance(pixel_budget, int):
+            opts["max_pixels"] = pixel_budget
+        elif pixel_budget != "none":
+            raise EvaluateError(f"--pixel-budget must be 'family', 'none' or max_pixels as an integer, got {pixel_budget!r}")
+    return opts
+
+
+def _served_records(out: Path, name: str, fam: Any, chosen: list, prompts: dict, responses: Any,
+                    records_path: Path, data: Path) -> tuple[list, int]:
+    """``(records, kept)`` of the served path: one record per chosen sample from its response (none:
+    an ``error`` record), an unchanged earlier record kept with its judge verdicts."""
+    import pointfail
+    from pointfail.records import Provenance, Response, read_records
+    from pointfail.scoring import build_record
+
+    old = {r.sample_id: r for r in read_records(records_path)} if records_path.is_file() else {}
+    prov = Provenance(pointfail_version=pointfail.__version__)
+    records, kept = [], 0
+    for s in chosen:
+        r = responses.response_for(s.sample_id)
+        resp = r.as_record_response() if r is not None else Response(error="no response for this sample")
+        rec = build_record(study=model_name_from(out.name), model=name, family=fam, sample=s, prompt=prompts[s.sample_id],
+                           response=resp, provenance=prov, base_dir=data)
+        prev = old.get(s.sample_id)
+        if prev is not None and prev.model_copy(update={"judge": None, "other_judgments": []}) == rec:
+            rec, kept = prev, kept + 1
+        records.append(rec)
+    return records, kept
+
+
+def _served_notes(name: str, bench_name: str, served_model: str, fam: Any, spec: Any, scope: str, n_chosen: int,
+                  n_samples: int) -> list[str]:
+    """The served path's scope notes: who served it, which samples, and the declared pixel budget."""
+    head = f"Scope of {name} on {bench_name}:"
+    notes = [f"{head} served by {served_model} at an OpenAI-compatible endpoint; "
+             + (f"the first {n_chosen} of the benchmark's {n_samples} samples (--limit)." if scope == "limit"
+                else f"all {n_samples} samples of the benchmark.")]
+    budget = spec.options.max_pixels or ("the family's published" if spec.options.pixel_budget == "family" else None)
+    if fam.frame.kind == "pixels_resized":
+        notes.append(f"{head} pixel budget declared: {budget or 'none'} (max_pixels); the frame each reply is read in "
+                     "is the server's, checked against its usage.prompt_tokens.")
+    return notes
+
+
 def evaluate_served(
     *,
     benchmark: str,
@@ -654,29 +729,14 @@ def evaluate_served(
         ServedIncomplete: the server failed its check or became unavailable (message says what to change).
         pointfail.inputs.benchmarks.BenchmarkError: the benchmark cannot be loaded.
     """
-    import pointfail
     from pointfail.inputs.benchmarks import load as load_benchmark
     from pointfail.families import get_family
     from pointfail.running.jobs import read_responses
-    from pointfail.records import Provenance, Response, read_records
-    from pointfail.scoring import build_record
     from pointfail.running.served.backend import ServerUnavailable, run_served
     from pointfail.inputs.study import ServerModel, StudyError, model_spec
 
     say = log or (lambda _m: None)
-    if judge not in JUDGES:
-        raise EvaluateError(f"--judge must be one of {', '.join(JUDGES)}, got {judge!r}")
-    if judge in ("ollama", "openai") and judge_client is None:
-        raise EvaluateError(f"--judge {judge} needs a judge client (OllamaJudge or OpenAIJudge)")
-    if limit is not None and limit < 1:
-        raise EvaluateError(f"--limit must be >= 1, got {limit}")
-    if report:
-        from pointfail.extras import require
-
-        require("report", "the report (or pass --no-report)")
-    from pointfail.extras import require
-
-    require("served", "a served model (--base-url)")
+    _check_served_options(judge, judge_client, limit, report)
     try:
         fam = get_family(family)
     except KeyError as e:
@@ -684,16 +744,7 @@ def evaluate_served(
     name = model_name_from(model if model is not None else served_model)
     if model is not None and name != model:
         raise EvaluateError(f"--model-name {model!r}: use lower-case letters, digits, '.', '_' and '-' (e.g. {name!r})")
-    opts: dict[str, Any] = dict(options or {})
-    if concurrency is not None:
-        opts["concurrency"] = concurrency
-    if fam.frame.kind == "pixels_resized" and "max_pixels" not in opts:
-        if pixel_budget in (None, "family"):
-            opts["pixel_budget"] = "family"
-        elif isinstance(pixel_budget, int):
-            opts["max_pixels"] = pixel_budget
-        elif pixel_budget != "none":
-            raise EvaluateError(f"--pixel-budget must be 'family', 'none' or max_pixels as an integer, got {pixel_budget!r}")
+    opts = _served_options(fam, options, concurrency, pixel_budget)
     try:
         spec = model_spec({"kind": "server", "name": name, "family": fam.name, "base_url": base_url,
                            "model": served_model, "api_key_env": api_key_env, "max_new_tokens": max_new_tokens,
@@ -732,29 +783,11 @@ def evaluate_served(
         if fr.get("note"):
             say(f"[evaluate] frame check, {size} sent: {fr['note']}")
 
-    responses = read_responses(resp_path, [s.sample_id for s in chosen])
     records_path = out / name / f"{bench_name}.jsonl"
-    old = {r.sample_id: r for r in read_records(records_path)} if records_path.is_file() else {}
-    prov = Provenance(pointfail_version=pointfail.__version__)
-    records, kept = [], 0
-    for s in chosen:
-        r = responses.response_for(s.sample_id)
-        resp = r.as_record_response() if r is not None else Response(error="no response for this sample")
-        rec = build_record(study=model_name_from(out.name), model=name, family=fam, sample=s, prompt=prompts[s.sample_id],
-                           response=resp, provenance=prov, base_dir=data)
-        prev = old.get(s.sample_id)
-        if prev is not None and prev.model_copy(update={"judge": None, "other_judgments": []}) == rec:
-            rec, kept = prev, kept + 1
-        records.append(rec)
+    records, kept = _served_records(out, name, fam, chosen, prompts, read_responses(resp_path, [s.sample_id for s in chosen]),
+                                    records_path, data)
     scope = "limit" if limit and limit < len(samples) else "all"
-    head = f"Scope of {name} on {bench_name}:"
-    notes = [f"{head} served by {served_model} at an OpenAI-compatible endpoint; "
-             + (f"the first {len(chosen)} of the benchmark's {len(samples)} samples (--limit)." if scope == "limit"
-                else f"all {len(samples)} samples of the benchmark.")]
-    budget = spec.options.max_pixels or ("the family's published" if spec.options.pixel_budget == "family" else None)
-    if fam.frame.kind == "pixels_resized":
-        notes.append(f"{head} pixel budget declared: {budget or 'none'} (max_pixels); the frame each reply is read in "
-                     "is the server's, checked against its usage.prompt_tokens.")
+    notes = _served_notes(name, bench_name, served_model, fam, spec, scope, len(chosen), len(samples))
     notes = _write_study_toml(out, notes, "oracle" if judge in ("auto", "oracle", "none") else judge, name, bench_name)
     outcomes, judge_name, judge_report, judge_note, tables, composition, written, index = _finish(
         out=out, records=records, records_path=records_path, kept=kept, chosen=chosen, judge=judge,
