@@ -182,6 +182,24 @@ def _ink_saturation(image: Any, box: tuple[float, float, float, float]) -> float
     return float(sat[ink].mean()) if ink.any() else 0.0
 
 
+def _link_runs(runs: list[list[Word]], image: Any, words: Optional[list[Word]]) -> list[list[Word]]:
+    """The matches drawn in coloured ink (mean ink saturation above 0.2), when some are; among several,
+    those that are the whole link (no coloured neighbour within a glyph height on the line)."""
+    sats = [_ink_saturation(image, union(r)) for r in runs]
+    runs = [r for r, v in zip(runs, sats) if v > 0.2] or runs
+    if len(runs) <= 1 or not words:
+        return runs
+
+    def alone(r: list[Word]) -> bool:
+        for i in (r[0].index - 1, r[-1].index + 1):
+            if 0 <= i < len(words) and words[i].line == r[0].line and \
+                    words[i].box[0] - r[-1].box[2] < r[0].h and r[0].box[0] - words[i].box[2] < r[0].h and \
+                    _ink_saturation(image, words[i].box) > 0.2:
+                return False
+        return True
+    return [r for r in runs if alone(r)] or runs
+
+
 def _pick(runs: list[list[Word]], instruction: str, start: int, image_w: float, image: Any = None,
           words: Optional[list[Word]] = None) -> list[Word]:
     """One run among several matches: an ordinal before the quote, a region ("sidebar": the left
@@ -189,18 +207,7 @@ def _pick(runs: list[list[Word]], instruction: str, start: int, image_w: float, 
     have it; "heading"/"title": the tallest text), else the first."""
     low = instruction.lower()
     if len(runs) > 1 and image is not None and re.search(r"\blink\b", unquoted(low)):
-        sats = [_ink_saturation(image, union(r)) for r in runs]
-        coloured = [r for r, v in zip(runs, sats) if v > 0.2]
-        runs = coloured or runs
-        if len(runs) > 1 and words:  # the whole link: its neighbours on the line are not coloured
-            def alone(r: list[Word]) -> bool:
-                for i in (r[0].index - 1, r[-1].index + 1):
-                    if 0 <= i < len(words) and words[i].line == r[0].line and \
-                            words[i].box[0] - r[-1].box[2] < r[0].h and r[0].box[0] - words[i].box[2] < r[0].h and \
-                            _ink_saturation(image, words[i].box) > 0.2:
-                        return False
-                return True
-            runs = [r for r in runs if alone(r)] or runs
+        runs = _link_runs(runs, image, words)
     if len(runs) > 1 and re.search(r"\b(heading|title)\b", unquoted(low)):
         top = max(median([w.h for w in r]) for r in runs)
         runs = [r for r in runs if median([w.h for w in r]) >= 0.85 * top]
