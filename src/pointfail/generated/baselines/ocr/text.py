@@ -23,49 +23,75 @@ _CONFUSABLE = str.maketrans("01568", "olsgb")
 """Digits Tesseract reads for look-alike letters (``Go`` as ``60``), folded before a second comparison."""
 
 
+def _split_word_runs(words: list[Word], i: int, target: str, n: int) -> list[list[Word]]:
+    """Runs from word ``i`` on one line segment (up to 12 words) whose joined text is ``target``
+    exactly and longer than ``n + 1`` words: a word Tesseract split ("SQLITE_LIMIT" read as two),
+    grown while the joined text is a prefix of ``target``."""
+    out: list[list[Word]] = []
+    acc = ""
+    for j in range(i, min(len(words), i + 12)):
+        if words[j].line[:2] != words[i].line[:2]:
+            break
+        acc += norm(words[j].text)
+        if acc == target and j - i + 1 > n + 1:
+            out.append(words[i:j + 1])
+        if not target.startswith(acc):
+            break
+    return out
+
+
+def _window_matches(words: list[Word], i: int, target: str, n: int, exact: list[list[Word]],
+                    fuzzy: list[tuple[float, list[Word]]]) -> None:
+    """Append to ``exact`` / ``fuzzy`` (score, run) the runs of ``n - 1``, ``n`` and ``n + 1`` words
+    from word ``i`` on one line segment that match ``target``: exactly, up to look-alike digits
+    (score 0.99), or with a fuzzy ratio >= 0.8; the score loses 0.01 per word off ``n``."""
+    for m in sorted({n, n - 1, n + 1} - {0}):
+        run = words[i:i + m]
+        if len(run) < m or len({w.line[:2] for w in run}) > 1:
+            continue
+        got = norm("".join(w.text for w in run))
+        if got == target:
+            exact.append(run)
+        elif got and got.translate(_CONFUSABLE) == target.translate(_CONFUSABLE):
+            fuzzy.append((0.99 - 0.01 * abs(m - n), run))
+        elif got and abs(len(got) - len(target)) <= max(2, len(target) // 4):
+            r = SequenceMatcher(None, got, target).ratio()
+            if r >= 0.8:
+                fuzzy.append((r - 0.01 * abs(m - n), run))
+
+
+def _inside_word_runs(words: list[Word], phrase: str) -> list[list[Word]]:
+    """The phrase inside a longer word ("re.escape(pattern)"), case-folded: one-word runs whose box is
+    the phrase's slice of the word box, in proportion to character counts."""
+    out: list[list[Word]] = []
+    for w in words:
+        t = w.text.casefold()
+        i = t.find(phrase.casefold())
+        if i >= 0 and len(t) > len(phrase):
+            x0, x1 = w.box[0], w.box[2]
+            a = x0 + (x1 - x0) * i / len(t)
+            b = x0 + (x1 - x0) * (i + len(phrase)) / len(t)
+            out.append([Word(phrase, (a, w.box[1], b, w.box[3]), w.conf, w.line, w.index)])
+    return out
+
+
 def find_phrase(words: list[Word], phrase: str) -> list[list[Word]]:
     """Runs of consecutive OCR words (same visual line segment, or continuing onto the next line)
     whose joined text matches ``phrase`` (NFKD without diacritics, case-folded, punctuation ignored; a
     fuzzy ratio >= 0.8 accepts one misread character in five; runs one word longer or shorter than the
-    phrase are tried, for words Tesseract splits or joins). Exact matches are returned when there are any; matches in reading order."""
+    phrase are tried, for words Tesseract splits or joins). Exact matches are returned when there are any
+    (one per first word); else the fuzzy ones within 0.05 of the best, at most 4; in reading order."""
     target = norm(phrase)
     if not target:
         return []
     n = max(1, len(phrase.split()))
     exact: list[list[Word]] = []
     fuzzy: list[tuple[float, list[Word]]] = []
-    for i in range(len(words)):  # words Tesseract split ("SQLITE_LIMIT" read as two): grow while a prefix
-        acc = ""
-        for j in range(i, min(len(words), i + 12)):
-            if words[j].line[:2] != words[i].line[:2]:
-                break
-            acc += norm(words[j].text)
-            if acc == target and j - i + 1 > n + 1:
-                exact.append(words[i:j + 1])
-            if not target.startswith(acc):
-                break
-        for m in sorted({n, n - 1, n + 1} - {0}):
-            run = words[i:i + m]
-            if len(run) < m or len({w.line[:2] for w in run}) > 1:
-                continue
-            got = norm("".join(w.text for w in run))
-            if got == target:
-                exact.append(run)
-            elif got and got.translate(_CONFUSABLE) == target.translate(_CONFUSABLE):
-                fuzzy.append((0.99 - 0.01 * abs(m - n), run))
-            elif got and abs(len(got) - len(target)) <= max(2, len(target) // 4):
-                r = SequenceMatcher(None, got, target).ratio()
-                if r >= 0.8:
-                    fuzzy.append((r - 0.01 * abs(m - n), run))
+    for i in range(len(words)):
+        exact.extend(_split_word_runs(words, i, target, n))
+        _window_matches(words, i, target, n, exact, fuzzy)
     if not exact and not fuzzy and len(target) >= 3:
-        for w in words:  # the phrase inside a longer word ("re.escape(pattern)"): its slice of the box
-            t = w.text.casefold()
-            i = t.find(phrase.casefold())
-            if i >= 0 and len(t) > len(phrase):
-                x0, x1 = w.box[0], w.box[2]
-                a = x0 + (x1 - x0) * i / len(t)
-                b = x0 + (x1 - x0) * (i + len(phrase)) / len(t)
-                exact.append([Word(phrase, (a, w.box[1], b, w.box[3]), w.conf, w.line, w.index)])
+        exact = _inside_word_runs(words, phrase)
     if exact:
         seen = set()
         out = []
