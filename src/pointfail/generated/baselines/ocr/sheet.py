@@ -127,6 +127,67 @@ _LETTERISH = {"c": "C", "o": "O", "s": "S", "v": "V", "w": "W", "x": "X", "z": "
               "'": "I", "1": "I", "!": "I", "]": "I", "[": "I"}
 
 
+def _row_numbers(ws: list[Word], v0: float, hlines: list[float]) -> list[tuple[int, int]]:
+    """``(number, line interval)`` of the words left of ``v0`` (the first vertical line) reading as a
+    row number (1-4 digits, stray punctuation stripped)."""
+    out = []
+    for w in ws:
+        t = w.text.strip(".,;:|()[]'")
+        if re.fullmatch(r"\d{1,4}", t) and w.cx < v0:
+            k = _interval(hlines, w.cy)
+            if k is not None:
+                out.append((int(t), k))
+    return out
+
+
+def _header_bands(ws: list[Word], v0: float, hlines: list[float], vlines: list[float], H: float
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Per horizontal line interval, ``(column index, vertical interval)`` of the words right of
+    ``v0`` reading as column letters (1-2 capitals, look-alike glyphs mapped by ``_LETTERISH``)."""
+    bands: dict[int, list[tuple[int, int]]] = {}
+    for w in ws:
+        t = _LETTERISH.get(w.text, w.text)
+        if not re.fullmatch(r"[A-Z]{1,2}", t) or w.cx < v0:
+            continue
+        kh, kv = _interval(hlines + [float(H)], w.cy), _interval(vlines, w.cx)
+        if kh is None or kv is None:
+            continue
+        bands.setdefault(kh, []).append((col_index(t), kv))
+    return bands
+
+
+def _band_score(band: list[tuple[int, int]]) -> tuple[int, int]:
+    """(agreeing votes, single letters) of a header band: toolbar glyphs read as "BE" or "RE" do not agree."""
+    offs = [v - i for v, i in band]
+    return max(offs.count(o) for o in offs), sum(1 for v, _ in band if v < 26)
+
+
+def _reread_header_band(image: Any, grid: SheetGrid, pairs: list[tuple[int, int]],
+                        bands: dict[int, list[tuple[int, int]]], band: Optional[int], langs: str) -> Optional[int]:
+    """The header band when the page reading found too few column letters: the line interval just
+    above the first numbered row, re-read with :func:`read_strip` (single-digit row numbers are often
+    missing from the page reading: the number strip is re-read first, updating ``pairs`` and
+    ``grid.row_off``); letters found are added to ``bands``. Returns the band (``band`` unchanged when
+    the strip holds none)."""
+    hlines, v0 = grid.hlines, grid.vlines[0]
+    W, H = image.width, image.height
+    if len(pairs) < 12 or min(k for _, k in pairs) > 2:
+        pairs += _row_numbers(read_strip(image, (0, 0, v0, H), langs), v0, hlines)
+        grid.row_off = _vote(pairs)
+    if grid.row_off is not None and pairs:
+        top = min(k for v, k in pairs if v - k == grid.row_off)
+        ks = [top - 1] if top >= 1 else []
+    else:
+        ks = []
+    for k in ks:
+        strip = read_strip(image, (v0, hlines[k] - 2, W, hlines[k + 1] + 2), langs)
+        more = _header_bands(strip, v0, hlines, grid.vlines, H)
+        if more.get(k):
+            bands[k] = bands.get(k, []) + more[k]
+            band = k
+    return band
+
+
 def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[SheetGrid]:
     """Read a spreadsheet's grid: lines from pixels (:func:`line_positions`), the row-number column
     (left of the first vertical line) and the column-header band (the line interval whose letter-like
@@ -145,58 +206,14 @@ def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[Sh
         hlines.insert(0, 0.0)
     grid = SheetGrid(vlines=vlines, hlines=hlines, rowhead=(0.0, vlines[0]))
     v0 = vlines[0]
-
-    def rows_from(ws: list[Word]) -> list[tuple[int, int]]:
-        out = []
-        for w in ws:
-            t = w.text.strip(".,;:|()[]'")
-            if re.fullmatch(r"\d{1,4}", t) and w.cx < v0:
-                k = _interval(hlines, w.cy)
-                if k is not None:
-                    out.append((int(t), k))
-        return out
-
-    pairs = rows_from(words)
+    pairs = _row_numbers(words, v0, hlines)
     if len(pairs) < 3:
-        pairs += rows_from(read_strip(image, (0, 0, v0, H), langs))
+        pairs += _row_numbers(read_strip(image, (0, 0, v0, H), langs), v0, hlines)
     grid.row_off = _vote(pairs)
-
-    def cols_from(ws: list[Word]) -> dict[int, list[tuple[int, int]]]:
-        bands: dict[int, list[tuple[int, int]]] = {}
-        for w in ws:
-            t = _LETTERISH.get(w.text, w.text)
-            if not re.fullmatch(r"[A-Z]{1,2}", t) or w.cx < v0:
-                continue
-            kh, kv = _interval(hlines + [float(H)], w.cy), _interval(vlines, w.cx)
-            if kh is None or kv is None:
-                continue
-            bands.setdefault(kh, []).append((col_index(t), kv))
-        return bands
-
-    def band_score(k: int) -> tuple[int, int]:
-        """(agreeing votes, single letters): toolbar glyphs read as "BE" or "RE" do not agree."""
-        offs = [v - i for v, i in bands[k]]
-        return max(offs.count(o) for o in offs), sum(1 for v, _ in bands[k] if v < 26)
-
-    bands = cols_from(words)
-    band = max(bands, key=band_score) if bands else None
+    bands = _header_bands(words, v0, hlines, vlines, H)
+    band = max(bands, key=lambda k: _band_score(bands[k])) if bands else None
     if band is None or len(bands[band]) < 2:
-        # the header band: the line interval just above the first numbered row (single-digit row
-        # numbers are often missing from the page reading: read the number strip first)
-        if len(pairs) < 12 or min(k for _, k in pairs) > 2:
-            pairs += rows_from(read_strip(image, (0, 0, v0, H), langs))
-            grid.row_off = _vote(pairs)
-        if grid.row_off is not None and pairs:
-            top = min(k for v, k in pairs if v - k == grid.row_off)
-            ks = [top - 1] if top >= 1 else []
-        else:
-            ks = []
-        for k in ks:
-            strip = read_strip(image, (v0, hlines[k] - 2, W, hlines[k + 1] + 2), langs)
-            more = cols_from(strip)
-            if more.get(k):
-                bands[k] = bands.get(k, []) + more[k]
-                band = k
+        band = _reread_header_band(image, grid, pairs, bands, band, langs)
     if band is not None and bands.get(band):
         grid.col_off = _vote(bands[band])
         grid.head = (hlines[band], hlines[band + 1]) if band + 1 < len(hlines) else (hlines[band], float(H))
