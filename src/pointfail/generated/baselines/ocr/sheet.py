@@ -271,13 +271,13 @@ def cell_part(text: str) -> str:
     return "center"
 
 
-def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float, float, str, Optional[tuple]]]:
-    """``(x, y, rule, cell_box)`` for a spreadsheet instruction, pixels, or ``None`` when it is not
-    about cells/headers or the grid lacks what it needs."""
-    text = unquoted(instruction)
-    low = text.lower()
-    head_y = (grid.head[0] + grid.head[1]) / 2 if grid.head else None
-    row_x = (grid.rowhead[0] + grid.rowhead[1]) / 2 if grid.rowhead else None
+SheetPoint = tuple[float, float, str, Optional[tuple]]
+
+
+def _resize_point(text: str, low: str, grid: SheetGrid, head_y: Optional[float], row_x: Optional[float]
+                  ) -> Optional[SheetPoint]:
+    """A column's resize handle (its right border on the header band) or a row's (its bottom border
+    on the row-number column), when the instruction asks to resize, drag or names the border."""
     m = re.search(r"(?:resize|drag|width|widen)[^.]*?\bcolumn\s+([A-Za-z]{1,2})\b|column\s+([A-Za-z]{1,2})'s\s+"
                   r"(?:resize|header|right)|resize\s+(?:grip|handle|line)\s+after\s+the\s+([A-Z]{1,2})\b|"
                   r"(?:right\s+(?:border|edge)|border\s+after)\s+of\s+column\s+([A-Za-z]{1,2})|"
@@ -293,25 +293,35 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
         span = grid.row_span(int(m.group(1)))
         if span:
             return row_x, span[1], "row_resize", None
-    cells = list(_CELL.finditer(text))
-    if cells:
-        mm = cells[-1] if re.search(r"\bfrom\b|\banchor\b|starting", low) and len(cells) > 1 else cells[0]
-        col, row = col_index(mm.group(1)), int(mm.group(2))
-        dc, dr = _offsets(text)
-        if re.search(r"\b(?:1|one)\s+row\s+below\b", low) and dr == 0:
-            dr = 1
-        if re.search(r"\b(?:1|one)\s+row\s+above\b", low) and dr == 0:
-            dr = -1
-        box = grid.cell_box(col + dc, row + dr)
-        if box is None:
-            return None
-        x0, y0, x1, y1 = box
-        part = cell_part(text)
-        pts = {"center": ((x0 + x1) / 2, (y0 + y1) / 2), "top_left": (x0, y0), "top_right": (x1, y0),
-               "bottom_left": (x0, y1), "bottom_right": (x1, y1), "bottom_edge": ((x0 + x1) / 2, y1),
-               "right_edge": (x1, (y0 + y1) / 2)}
-        x, y = pts[part]
-        return x, y, f"cell_{part}", box
+    return None
+
+
+def _cell_point(text: str, low: str, grid: SheetGrid, cells: list[re.Match[str]]) -> Optional[SheetPoint]:
+    """The part of the cell named by a reference in ``cells`` (the last one after "from"/"anchor"/
+    "starting", else the first), moved by the offsets the instruction states; ``None`` when that
+    cell is not visible."""
+    mm = cells[-1] if re.search(r"\bfrom\b|\banchor\b|starting", low) and len(cells) > 1 else cells[0]
+    col, row = col_index(mm.group(1)), int(mm.group(2))
+    dc, dr = _offsets(text)
+    if re.search(r"\b(?:1|one)\s+row\s+below\b", low) and dr == 0:
+        dr = 1
+    if re.search(r"\b(?:1|one)\s+row\s+above\b", low) and dr == 0:
+        dr = -1
+    box = grid.cell_box(col + dc, row + dr)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    part = cell_part(text)
+    pts = {"center": ((x0 + x1) / 2, (y0 + y1) / 2), "top_left": (x0, y0), "top_right": (x1, y0),
+           "bottom_left": (x0, y1), "bottom_right": (x1, y1), "bottom_edge": ((x0 + x1) / 2, y1),
+           "right_edge": (x1, (y0 + y1) / 2)}
+    x, y = pts[part]
+    return x, y, f"cell_{part}", box
+
+
+def _header_point(text: str, low: str, grid: SheetGrid, head_y: Optional[float], row_x: Optional[float]
+                  ) -> Optional[SheetPoint]:
+    """The centre of a named column header (on the header band) or row header (on the row-number column)."""
     m = re.search(r"\bcolumn\s+(?:header\s+)?(?:labeled\s+|labelled\s+)?([A-Za-z]{1,2})\b|\bletter\s+([A-Z]{1,2})\b|"
                   r"\blabel(?:ed|led)?\s+([A-Z]{1,2})\b|\b([A-Z]{1,2})\s+column\b", text)
     if m and head_y is not None:
@@ -325,3 +335,20 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
         if span:
             return row_x, (span[0] + span[1]) / 2, "row_header", None
     return None
+
+
+def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[SheetPoint]:
+    """``(x, y, rule, cell_box)`` for a spreadsheet instruction, pixels, or ``None`` when it is not
+    about cells/headers or the grid lacks what it needs. Tried in order: a resize handle, a cell
+    reference (final: ``None`` when the cell is not visible), a column or row header."""
+    text = unquoted(instruction)
+    low = text.lower()
+    head_y = (grid.head[0] + grid.head[1]) / 2 if grid.head else None
+    row_x = (grid.rowhead[0] + grid.rowhead[1]) / 2 if grid.rowhead else None
+    resize = _resize_point(text, low, grid, head_y, row_x)
+    if resize is not None:
+        return resize
+    cells = list(_CELL.finditer(text))
+    if cells:
+        return _cell_point(text, low, grid, cells)
+    return _header_point(text, low, grid, head_y, row_x)
