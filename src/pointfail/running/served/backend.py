@@ -585,11 +585,46 @@ def _read_fingerprint(path: Path) -> Optional[str]:
     return fp if isinstance(fp, str) else None
 
 
+async def _checked_server(client: Any, model: "ServerModel", reqs: list[Any]) -> dict[str, Any]:
+    """What :func:`preflight` learns of ``model``'s server; raises :class:`ServerCheckFailed` (nothing
+    sent, every request pending) when the check fails."""
+    try:
+        return await preflight(client, str(model.base_url), str(model.model),
+                               timeout_s=min(10.0, model.options.timeout_s))
+    except ServerCheckFailed as e:
+        raise ServerCheckFailed(f"{e}; nothing was sent", [r.sample_id for r in reqs]) from None
+
+
+def _fingerprint_changed(state: Path, fp: str, responses: str | Path) -> bool:
+    """Whether the state file holds a fingerprint other than ``fp`` (the model entry or the server
+    changed since ``responses`` was written: its error responses are asked again, with a warning)."""
+    before = _read_fingerprint(state)
+    changed = before is not None and before != fp
+    if changed:
+        log.warning("the model entry or the server changed since %s was written: its error responses are "
+                    "asked again", responses)
+    return changed
+
+
+def _open_writer(responses: str | Path, reqs: list[Any], drop_errors: bool) -> tuple[Any, int]:
+    """The entered :class:`~pointfail.running.jobs.ResponseWriter` of ``responses`` and how many error
+    responses of ``reqs`` were dropped first (only when ``drop_errors``); raises
+    :class:`~pointfail.running.worker.WorkerError` when the file cannot be held."""
+    from pointfail.running.jobs import JobBusy, JobFileError, ResponseWriter
+    from pointfail.running.worker import WorkerError
+
+    try:
+        retried = drop_error_responses(responses, {r.sample_id for r in reqs}) if drop_errors else 0
+        return ResponseWriter(responses).__enter__(), retried
+    except (JobFileError, JobBusy) as e:
+        raise WorkerError(str(e)) from None
+
+
 async def arun_served(model: "ServerModel", requests: str | Path, responses: str | Path, *,
                       progress: bool = False, default_max_new_tokens: int = 128,
                       retry_errors: bool = False, check: bool = True) -> ServedSummary:
     """Async form of :func:`run_served` (same arguments, result and errors)."""
-    from pointfail.running.jobs import JobBusy, JobFileError, ResponseWriter
+    from pointfail.running.jobs import JobFileError
     from pointfail.running.served.client import api_key, async_client
     from pointfail.running.worker import WorkerError, read_requests
 
@@ -612,25 +647,11 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
     client = async_client(base_url, api_key(model.api_key_env), timeout_s=opts.timeout_s,
                           concurrency=opts.concurrency, max_body_bytes=opts.max_body_bytes)
     try:
-        server: dict[str, Any] = {}
-        if check:
-            try:
-                server = await preflight(client, base_url, str(model.model), timeout_s=min(10.0, opts.timeout_s))
-            except ServerCheckFailed as e:
-                raise ServerCheckFailed(f"{e}; nothing was sent", [r.sample_id for r in reqs]) from None
+        server = await _checked_server(client, model, reqs) if check else {}
         state = state_path(responses)
         fp = fingerprint(model, server)
-        before = _read_fingerprint(state)
-        changed = before is not None and before != fp
-        if changed:
-            log.warning("the model entry or the server changed since %s was written: its error responses are "
-                        "asked again", responses)
-        try:
-            retried = (drop_error_responses(responses, {r.sample_id for r in reqs}) if (retry_errors or changed)
-                       else 0)
-            writer = ResponseWriter(responses).__enter__()
-        except (JobFileError, JobBusy) as e:
-            raise WorkerError(str(e)) from None
+        changed = _fingerprint_changed(state, fp, responses)
+        writer, retried = _open_writer(responses, reqs, retry_errors or changed)
         try:
             if writer.log.cut_tail:
                 log.warning("responses file %s: removed a final line cut short (%d bytes)", responses,
