@@ -39,7 +39,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Callable, Optional
 
@@ -111,52 +111,74 @@ def save_images(client, images: list[tuple[str, str]], out: Path, log: Callable[
     with tempfile.TemporaryDirectory(prefix="pointfail-save-", dir=out.parent) as tmp:
         merged = Path(tmp) / "merged"
         merged.mkdir()
-        manifests: list = []
-        oci: list = []
-        repositories: dict = {}
+        lists = _SavedLists()
         for ref, image_id in images:
-            try:
-                img = client.images.get(image_id)
-            except Exception:  # docker.errors.ImageNotFound (the docker SDK is imported lazily)
-                img = None
-            if img is None or ref not in img.tags:
-                raise BundleError(f"{ref} no longer names image {image_id[:19]} in the engine (another build re-tagged "
-                                  "or pruned it while the bundle was being made); run make bundle again")
+            img = _image_named(client, ref, image_id)
             one = Path(tmp) / "one.tar"
             with open(one, "wb") as f:
                 for chunk in img.save(named=ref):
                     f.write(chunk)
             with tarfile.open(one) as tar:
                 for m in tar:
-                    name = m.name.lstrip("./")
-                    if not name or name.startswith("/") or ".." in PurePosixPath(name).parts:
-                        continue
-                    if name == "manifest.json":
-                        manifests += [e for e in json.load(_member(tar, m)) if e not in manifests]
-                    elif name == "repositories":
-                        for repo_name, tags in json.load(_member(tar, m)).items():
-                            repositories.setdefault(repo_name, {}).update(tags)
-                    elif name == "index.json":
-                        oci += [e for e in json.load(_member(tar, m)).get("manifests", []) if e not in oci]
-                    elif m.isdir():
-                        (merged / name).mkdir(parents=True, exist_ok=True)
-                    elif m.isfile() and not (merged / name).exists():
-                        (merged / name).parent.mkdir(parents=True, exist_ok=True)
-                        with open(merged / name, "wb") as f:
-                            shutil.copyfileobj(_member(tar, m), f)
-                    elif m.issym() and not (merged / name).exists():
-                        (merged / name).parent.mkdir(parents=True, exist_ok=True)
-                        os.symlink(m.linkname, merged / name)  # legacy format: a layer shared by reference
+                    _merge_member(tar, m, merged, lists)
             one.unlink()
             log(f"[bundle] saved {ref}")
-        (merged / "manifest.json").write_text(json.dumps(manifests))
-        if repositories:
-            (merged / "repositories").write_text(json.dumps(repositories))
-        if oci:
-            (merged / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": oci}))
+        (merged / "manifest.json").write_text(json.dumps(lists.manifests))
+        if lists.repositories:
+            (merged / "repositories").write_text(json.dumps(lists.repositories))
+        if lists.oci:
+            (merged / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": lists.oci}))
         with gzip.open(out, "wb", compresslevel=1) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
             for p in sorted(merged.rglob("*")):
                 tar.add(str(p), arcname=str(p.relative_to(merged)), recursive=False)
+
+
+@dataclass
+class _SavedLists:
+    """The merged lists of the saved archives: ``manifest.json`` entries, OCI ``index.json``
+    manifests (each once, in order) and ``repositories`` (tags merged per repository)."""
+
+    manifests: list = field(default_factory=list)
+    oci: list = field(default_factory=list)
+    repositories: dict = field(default_factory=dict)
+
+
+def _image_named(client, ref: str, image_id: str) -> Any:
+    """The engine's image ``image_id``; raises :class:`BundleError` when it is gone or ``ref`` no
+    longer names it."""
+    try:
+        img = client.images.get(image_id)
+    except Exception:  # docker.errors.ImageNotFound (the docker SDK is imported lazily)
+        img = None
+    if img is None or ref not in img.tags:
+        raise BundleError(f"{ref} no longer names image {image_id[:19]} in the engine (another build re-tagged "
+                          "or pruned it while the bundle was being made); run make bundle again")
+    return img
+
+
+def _merge_member(tar: tarfile.TarFile, m: tarfile.TarInfo, merged: Path, lists: _SavedLists) -> None:
+    """Merge one member of a saved archive into ``merged``: the three list files into ``lists``;
+    directories, regular files and (legacy format) symlinks by name, the first copy kept (entries
+    are content-addressed). A member named outside the archive root is skipped."""
+    name = m.name.lstrip("./")
+    if not name or name.startswith("/") or ".." in PurePosixPath(name).parts:
+        return
+    if name == "manifest.json":
+        lists.manifests += [e for e in json.load(_member(tar, m)) if e not in lists.manifests]
+    elif name == "repositories":
+        for repo_name, tags in json.load(_member(tar, m)).items():
+            lists.repositories.setdefault(repo_name, {}).update(tags)
+    elif name == "index.json":
+        lists.oci += [e for e in json.load(_member(tar, m)).get("manifests", []) if e not in lists.oci]
+    elif m.isdir():
+        (merged / name).mkdir(parents=True, exist_ok=True)
+    elif m.isfile() and not (merged / name).exists():
+        (merged / name).parent.mkdir(parents=True, exist_ok=True)
+        with open(merged / name, "wb") as f:
+            shutil.copyfileobj(_member(tar, m), f)
+    elif m.issym() and not (merged / name).exists():
+        (merged / name).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(m.linkname, merged / name)  # legacy format: a layer shared by reference
 
 
 def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: Optional[Path] = None,

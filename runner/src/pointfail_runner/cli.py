@@ -184,8 +184,175 @@ _DATA_ROOT = "where the benchmarks' data folders are (default data/<study>/)"
 _WEIGHTS_ROOT = "where the checkpoints are (default weights/)"
 
 
+def _cmd_init(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``init``: write a commented study with one served model; 1 when the file exists or the name is bad."""
+    from .template import write_study
+
+    try:
+        print(f"[init] wrote {write_study(args.name, args.out, repo=repo)}: edit its [[models]] entry "
+              "(base_url, model, family), then follow the steps at its top")
+    except (FileExistsError, ValueError) as e:
+        print(f"pointfail-runner init: {e}" + (" (not overwritten)" if isinstance(e, FileExistsError) else ""),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_prereqs(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``prereqs``: install (or with ``--check`` only list) the Debian packages the tests need."""
+    from .prereqs import ensure_packages
+
+    ensure_packages(install=not args.check)
+    return 0
+
+
+def _cmd_data(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``data``: the study's data stage; its exit code."""
+    from .reproduce import data
+
+    return data(repo, args.study, variant=args.variant, **snapshot)
+
+
+def _cmd_reproduce(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``reproduce``: every stage, timed and compared; its exit code."""
+    from .reproduce import reproduce
+
+    return reproduce(repo, args.study, publish=args.publish, variant=args.variant,
+                     install=not args.no_install, bundle=Path(args.bundle) if args.bundle else None,
+                     **snapshot)
+
+
+def _cmd_pristine(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``pristine``: the command after ``--`` in a fresh clone in a pristine Debian container."""
+    from .engine import ensure_engine
+    from .pristine import run_pristine
+
+    argv = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not argv:
+        ap.error("pristine: give the command after --")
+    return run_pristine(ensure_engine(), repo, argv, offline=args.offline, mounts=tuple(args.mount),
+                        env=dict(e.split("=", 1) for e in args.env), keep=args.keep, timeout_s=args.timeout,
+                        engine_socket=args.engine_socket)
+
+
+def _cmd_bundle(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``bundle``: the study's archival bundle."""
+    from .bundle import make_bundle
+
+    make_bundle(repo, args.study, variant=args.variant, out_dir=args.out)
+    return 0
+
+
+def _cmd_check_pins(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``check-pins``: recorded Debian versions the archive no longer has; its exit code."""
+    from .images import check_pins
+
+    return check_pins(repo, args.images, **snapshot)
+
+
+def _cmd_engine(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``engine``: ping the engine (starting dockerd when none answers) and print its version."""
+    from .engine import ensure_engine
+
+    v = ensure_engine().version()
+    print(f"Docker Engine {v.get('Version')} (API {v.get('ApiVersion')})")
+    return 0
+
+
+def _cmd_base(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``base``: the base image from its Debian lock (``--record``: rewrite the lock)."""
+    from .base import ensure_base
+    from .engine import ensure_engine
+
+    lock = args.lock or repo / "images/base/base.lock.json"
+    ensure_base(ensure_engine(), lock, force=args.force, record=args.record, **snapshot)
+    return 0
+
+
+def _cmd_lock_host(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``lock-host``: regenerate runner/requirements.lock."""
+    from .locks import compile_host_lock
+
+    print(f"[lock] {compile_host_lock(repo / 'runner/requirements.in', repo / 'runner/requirements.lock')}")
+    return 0
+
+
+def _cmd_lock(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``lock``: regenerate the lock file of each image and variant."""
+    from .locks import compile_lock
+
+    for name in _images(repo, args.images):
+        for v in _image_variants(repo / "images" / name, args.variant):
+            print(f"[lock] {compile_lock(repo / 'images' / name, v)}")
+    return 0
+
+
+def _cmd_wheels(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``wheels``: the wheelhouse of each image and variant, from the lock files."""
+    from .locks import download_wheels
+
+    for name in _images(repo, args.images):
+        for v in _image_variants(repo / "images" / name, args.variant):
+            print(f"[wheels] {download_wheels(repo / 'images' / name, args.wheelhouse or repo / 'wheelhouse', v)}")
+    return 0
+
+
+def _cmd_build(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``build``: the base image, then each image (``vllm``: only those with a serving variant)."""
+    from .base import ensure_base
+    from .engine import ensure_engine
+    from .images import ensure_image, record_debian
+
+    c = ensure_engine()
+    ensure_base(c, repo / "images/base/base.lock.json", record=args.record, **snapshot)
+    for name in _images(repo, args.images):
+        if args.variant == "vllm" and not _image_variants(repo / "images" / name, "vllm"):
+            continue  # only the family images that have a serving variant
+        built = ensure_image(c, repo, name, variant=args.variant, wheelhouse=args.wheelhouse, force=args.force,
+                             **snapshot)
+        print(f"[build] {built.tag} {built.id} built={built.built} seconds={built.seconds} "
+              f"debian_drift={len(built.drift)}")
+        if args.record:
+            record_debian(repo, built)
+    return 0
+
+
+def _cmd_run(args, repo: Path, ap, snapshot: dict[str, Any]) -> int:
+    """``run``: the study's records; prints the count per model and benchmark and the next steps;
+    5 when samples ended in an infrastructure error."""
+    from .study import run_study
+
+    counts = run_study(args.study, repo=repo, models=args.models, benchmarks=args.benchmarks,
+                       data_root=args.data_root, weights_root=args.weights_root, work_root=args.work,
+                       records_root=args.records, variant=args.variant, limit=args.limit,
+                       wall_clock_s=args.wall_clock, mem_limit=args.mem_limit,
+                       batch_size=args.batch_size, progress=not args.no_progress,
+                       base_lock=args.base_lock, fix_permissions=args.fix_permissions,
+                       retry_errors=args.retry_errors)
+    for model, per in counts.items():
+        for bench, n in per.items():
+            err = counts.errors.get(model, {}).get(bench, 0)
+            print(f"{model}\t{bench}\t{n} records" + (f"\t{err} errors" if err else ""))
+    rec = args.records or args.study.parent
+    print(f"next: pointfail judge {rec} && pointfail aggregate {rec} && pointfail view {rec} "
+          "(label the misses, write the tables, build the failure browser)")
+    if counts.n_errors:
+        print(f"pointfail-runner run: {counts.n_errors} samples ended in an infrastructure error (listed "
+              "above); fix the cause and run again with --retry-errors", file=sys.stderr)
+        return 5
+    return 0
+
+
+_COMMANDS = {"init": _cmd_init, "prereqs": _cmd_prereqs, "data": _cmd_data, "reproduce": _cmd_reproduce,
+             "pristine": _cmd_pristine, "bundle": _cmd_bundle, "check-pins": _cmd_check_pins,
+             "engine": _cmd_engine, "base": _cmd_base, "lock-host": _cmd_lock_host, "lock": _cmd_lock,
+             "wheels": _cmd_wheels, "build": _cmd_build, "run": _cmd_run}
+"""The commands :func:`main` runs inside its error handling (``shard`` and the plan commands have their own)."""
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point of ``pointfail-runner``; returns the exit code."""
+    """Entry point of ``pointfail-runner``; returns the exit code (1 when a step raises one of the
+    runner's errors, its message on stderr)."""
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd == "shard":  # the node step needs the run folder only, not a checkout
@@ -207,121 +374,15 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     if args.cmd in ("plan", "submit", "status", "merge"):
         return _plan_command(args, repo)
+    command = _COMMANDS.get(args.cmd)
+    if command is None:
+        return 0
     try:
-        if args.cmd == "init":
-            from .template import write_study
-
-            try:
-                print(f"[init] wrote {write_study(args.name, args.out, repo=repo)}: edit its [[models]] entry "
-                      "(base_url, model, family), then follow the steps at its top")
-            except (FileExistsError, ValueError) as e:
-                print(f"pointfail-runner init: {e}" + (" (not overwritten)" if isinstance(e, FileExistsError) else ""),
-                      file=sys.stderr)
-                return 1
-            return 0
-        if args.cmd == "prereqs":
-            from .prereqs import ensure_packages
-
-            ensure_packages(install=not args.check)
-            return 0
-        if args.cmd == "data":
-            from .reproduce import data
-
-            return data(repo, args.study, variant=args.variant, **snapshot)
-        if args.cmd == "reproduce":
-            from .reproduce import reproduce
-
-            return reproduce(repo, args.study, publish=args.publish, variant=args.variant,
-                             install=not args.no_install, bundle=Path(args.bundle) if args.bundle else None,
-                             **snapshot)
-        if args.cmd == "pristine":
-            from .engine import ensure_engine
-            from .pristine import run_pristine
-
-            argv = args.command[1:] if args.command[:1] == ["--"] else args.command
-            if not argv:
-                ap.error("pristine: give the command after --")
-            return run_pristine(ensure_engine(), repo, argv, offline=args.offline, mounts=tuple(args.mount),
-                                env=dict(e.split("=", 1) for e in args.env), keep=args.keep, timeout_s=args.timeout,
-                                engine_socket=args.engine_socket)
-        if args.cmd == "bundle":
-            from .bundle import make_bundle
-
-            make_bundle(repo, args.study, variant=args.variant, out_dir=args.out)
-            return 0
-        if args.cmd == "check-pins":
-            from .images import check_pins
-
-            return check_pins(repo, args.images, **snapshot)
-        if args.cmd == "engine":
-            from .engine import ensure_engine
-
-            v = ensure_engine().version()
-            print(f"Docker Engine {v.get('Version')} (API {v.get('ApiVersion')})")
-        elif args.cmd == "base":
-            from .base import ensure_base
-            from .engine import ensure_engine
-
-            lock = args.lock or repo / "images/base/base.lock.json"
-            ensure_base(ensure_engine(), lock, force=args.force, record=args.record, **snapshot)
-        elif args.cmd == "lock-host":
-            from .locks import compile_host_lock
-
-            print(f"[lock] {compile_host_lock(repo / 'runner/requirements.in', repo / 'runner/requirements.lock')}")
-        elif args.cmd == "lock":
-            from .locks import compile_lock
-
-            for name in _images(repo, args.images):
-                for v in _image_variants(repo / "images" / name, args.variant):
-                    print(f"[lock] {compile_lock(repo / 'images' / name, v)}")
-        elif args.cmd == "wheels":
-            from .locks import download_wheels
-
-            for name in _images(repo, args.images):
-                for v in _image_variants(repo / "images" / name, args.variant):
-                    print(f"[wheels] {download_wheels(repo / 'images' / name, args.wheelhouse or repo / 'wheelhouse', v)}")
-        elif args.cmd == "build":
-            from .base import ensure_base
-            from .engine import ensure_engine
-            from .images import ensure_image, record_debian
-
-            c = ensure_engine()
-            ensure_base(c, repo / "images/base/base.lock.json", record=args.record, **snapshot)
-            for name in _images(repo, args.images):
-                if args.variant == "vllm" and not _image_variants(repo / "images" / name, "vllm"):
-                    continue  # only the family images that have a serving variant
-                built = ensure_image(c, repo, name, variant=args.variant, wheelhouse=args.wheelhouse, force=args.force,
-                                     **snapshot)
-                print(f"[build] {built.tag} {built.id} built={built.built} seconds={built.seconds} "
-                      f"debian_drift={len(built.drift)}")
-                if args.record:
-                    record_debian(repo, built)
-        elif args.cmd == "run":
-            from .study import run_study
-
-            counts = run_study(args.study, repo=repo, models=args.models, benchmarks=args.benchmarks,
-                               data_root=args.data_root, weights_root=args.weights_root, work_root=args.work,
-                               records_root=args.records, variant=args.variant, limit=args.limit,
-                               wall_clock_s=args.wall_clock, mem_limit=args.mem_limit,
-                               batch_size=args.batch_size, progress=not args.no_progress,
-                               base_lock=args.base_lock, fix_permissions=args.fix_permissions,
-                               retry_errors=args.retry_errors)
-            for model, per in counts.items():
-                for bench, n in per.items():
-                    err = counts.errors.get(model, {}).get(bench, 0)
-                    print(f"{model}\t{bench}\t{n} records" + (f"\t{err} errors" if err else ""))
-            rec = args.records or args.study.parent
-            print(f"next: pointfail judge {rec} && pointfail aggregate {rec} && pointfail view {rec} "
-                  "(label the misses, write the tables, build the failure browser)")
-            if counts.n_errors:
-                print(f"pointfail-runner run: {counts.n_errors} samples ended in an infrastructure error (listed "
-                      "above); fix the cause and run again with --retry-errors", file=sys.stderr)
-                return 5
+        return command(args, repo, ap, snapshot)
     except (EngineError, BaseImageError, LockError, ImageBuildError, ContainerFailed, StudyError, PrereqError,
             ReproduceError, AptPinError, BundleError) as e:
         print(f"pointfail-runner {args.cmd}: {e}", file=sys.stderr)
         return 1
-    return 0
 
 
 def _add_plan_commands(sub, add) -> None:

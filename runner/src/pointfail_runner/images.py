@@ -44,7 +44,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from . import aptpins
 from . import base as base_mod
@@ -242,6 +242,65 @@ def _label_build(client, image_id: str, tag: str, labels: dict[str, str]) -> str
     return new_id or client.images.get(tag).id
 
 
+def _present_image(client, tag: str, name: str, variant: str, allow_build: bool,
+                   log: Callable[[str], None]) -> Optional[BuiltImage]:
+    """The image ``tag`` when the engine has it (its Debian drift logged), else ``None``.
+
+    Raises:
+        ImageBuildError: it is not in the engine and ``allow_build`` is False.
+    """
+    from docker.errors import ImageNotFound
+
+    try:
+        img = client.images.get(tag)
+    except ImageNotFound:
+        if not allow_build:
+            raise ImageBuildError(f"{tag} is not in the engine and building is off (a bundle made from "
+                                  "another checkout?)") from None
+        return None
+    log(f"[image] {tag} present ({img.id[:19]}), not rebuilt")
+    out = _built(img, name, variant, tag, 0.0, False)
+    for line in aptpins.drift_lines(out.drift):
+        log(f"[image] {name} Debian drift: {line}")
+    return out
+
+
+def _fill_context(ctx: Path, repo: Path, dockerfile: Path, lock: Path, deb: dict,
+                  wheels: dict[str, Path]) -> None:
+    """The build context in ``ctx``: the Dockerfile, the requirements and Debian locks, aptpins.py, the
+    locked wheels (linked) and pointfail's own wheel under ``local/``."""
+    shutil.copy2(dockerfile, ctx / "Dockerfile")
+    shutil.copy2(lock, ctx / "requirements.lock")
+    (ctx / DEBIAN_LOCK).write_text(aptpins.lock_text(deb))
+    shutil.copy2(aptpins.__file__, ctx / "aptpins.py")
+    (ctx / "wheels").mkdir()
+    for p in wheels.values():
+        _link(p, ctx / "wheels" / p.name)
+    build_pointfail_wheel(repo, ctx / "local")
+
+
+def _stream_build(client, kwargs: dict[str, Any], name: str, tail: "deque[str]",
+                  log: Callable[[str], None]) -> Optional[str]:
+    """Run the engine build with ``kwargs``, logging its output lines (the last ones kept in ``tail``);
+    returns the image id the engine reported (``None`` when none).
+
+    Raises:
+        ImageBuildError: the build failed (with the last log lines).
+    """
+    image_id = None
+    for chunk in client.api.build(**kwargs):
+        if "stream" in chunk:
+            for line in chunk["stream"].splitlines():
+                if line.strip():
+                    tail.append(line)
+                    log(f"[{name}] {line}")
+        if "aux" in chunk and "ID" in chunk["aux"]:
+            image_id = chunk["aux"]["ID"]
+        if "error" in chunk:
+            raise ImageBuildError(f"building {name} failed: {chunk['error']}\n" + "\n".join(tail))
+    return image_id
+
+
 def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhouse: Optional[Path] = None,
                 base_lock: Optional[Path] = None, force: bool = False, snapshot: Optional[str] = None,
                 snapshot_mirror: Optional[str] = None, allow_build: bool = True,
@@ -265,8 +324,6 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
         locks.LockError: lock or wheels missing (names the command that fixes it).
         aptpins.AptPinError: a malformed ``debian.lock``.
     """
-    from docker.errors import ImageNotFound
-
     repo = Path(repo)
     image_dir = repo / "images" / name
     if name not in image_names(repo):
@@ -284,30 +341,15 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
     key = image_key(repo, name, variant, base.id, snapshot)
     tag = f"pointfail/{name}:{variant}-{key[:12]}"
     if not force:
-        try:
-            img = client.images.get(tag)
-            log(f"[image] {tag} present ({img.id[:19]}), not rebuilt")
-            out = _built(img, name, variant, tag, 0.0, False)
-            for line in aptpins.drift_lines(out.drift):
-                log(f"[image] {name} Debian drift: {line}")
-            return out
-        except ImageNotFound:
-            if not allow_build:
-                raise ImageBuildError(f"{tag} is not in the engine and building is off (a bundle made from "
-                                      "another checkout?)") from None
+        present = _present_image(client, tag, name, variant, allow_build, log)
+        if present is not None:
+            return present
     wheels = locks.verify_wheelhouse(image_dir, wheelhouse, variant)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"pointfail-ctx-{name}-", dir=wheelhouse) as tmp:
         ctx = Path(tmp)
-        shutil.copy2(dockerfile, ctx / "Dockerfile")
-        shutil.copy2(lock, ctx / "requirements.lock")
-        (ctx / DEBIAN_LOCK).write_text(aptpins.lock_text(deb))
-        shutil.copy2(aptpins.__file__, ctx / "aptpins.py")
-        (ctx / "wheels").mkdir()
-        for p in wheels.values():
-            _link(p, ctx / "wheels" / p.name)
-        build_pointfail_wheel(repo, ctx / "local")
+        _fill_context(ctx, repo, dockerfile, lock, deb, wheels)
         buildargs = {
             "BASE": base.id,
             "IMAGE_NAME": name,
@@ -324,17 +366,7 @@ def build_image(client, repo: Path, name: str, *, variant: str = "cpu", wheelhou
         kwargs = dict(path=str(ctx), buildargs=buildargs, rm=True, forcerm=True, decode=True, pull=False)
         if network == "none":
             kwargs["network_mode"] = "none"
-        image_id = None
-        for chunk in client.api.build(**kwargs):
-            if "stream" in chunk:
-                for line in chunk["stream"].splitlines():
-                    if line.strip():
-                        tail.append(line)
-                        log(f"[{name}] {line}")
-            if "aux" in chunk and "ID" in chunk["aux"]:
-                image_id = chunk["aux"]["ID"]
-            if "error" in chunk:
-                raise ImageBuildError(f"building {name} failed: {chunk['error']}\n" + "\n".join(tail))
+        image_id = _stream_build(client, kwargs, name, tail, log)
     if image_id is None:
         raise ImageBuildError(f"building {name}: the engine reported no image id\n" + "\n".join(tail))
     report = read_debian_report(client, image_id)

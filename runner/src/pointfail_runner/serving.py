@@ -259,6 +259,45 @@ def server_kwargs(image: str, model: Any, *, weights_dir: Path, network: str, gp
     return kw
 
 
+def _wait_for_health(container: Any, root: str, model: Any, t0: float, startup: float, poll_s: float,
+                     log_path: Path, sink: Any) -> None:
+    """Poll ``root/health`` every ``poll_s`` seconds until it answers 200.
+
+    Raises:
+        ServingFailed: the container exited first, or ``startup`` seconds passed since ``t0``
+            (``time.monotonic()``), with the log's last 20 lines.
+    """
+    import httpx
+
+    while True:
+        container.reload()
+        if container.status in ("exited", "dead"):
+            code = container.attrs["State"]["ExitCode"]
+            raise ServingFailed(f"the {model.serve.engine} server for {model.name} exited with {code} before "
+                                f"answering /health (log: {log_path})", list(sink.tail)[-20:])
+        try:
+            if httpx.get(f"{root}/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() - t0 > startup:
+            raise ServingFailed(f"the {model.serve.engine} server for {model.name} did not answer /health in "
+                                f"{startup:.0f} s (log: {log_path})", list(sink.tail)[-20:])
+        time.sleep(poll_s)
+
+
+def _remove_container(container: Any, log: Callable[[str], None]) -> None:
+    """Remove the server's container (forced); one already gone is fine, engine trouble is logged."""
+    from docker.errors import APIError, NotFound
+
+    try:
+        container.remove(force=True)
+    except NotFound:
+        pass
+    except APIError as e:  # pragma: no cover - engine trouble; say so, go on to the network
+        log(f"[serve] could not remove {container.name}: {e}")
+
+
 @contextmanager
 def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_path: Path, gpu: bool = False,
                       mem_limit: str = "32g", startup_s: Optional[float] = None, poll_s: float = 0.5,
@@ -281,7 +320,6 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
         ServingFailed: the engine refused the container or network, the server exited, or ``/health``
             did not answer 200 in time.
     """
-    import httpx
     from docker.errors import APIError, NotFound
 
     from .engine import own_container
@@ -314,31 +352,12 @@ def serving_container(client, image: str, model: Any, *, weights_dir: Path, log_
             f"{net_name} at {root}{f' (this runner, container {me.name}, attached to it)' if me is not None else ''}; "
             f"waiting for /health (up to {startup:.0f} s)")
         t0 = time.monotonic()
-        while True:
-            container.reload()
-            if container.status in ("exited", "dead"):
-                code = container.attrs["State"]["ExitCode"]
-                raise ServingFailed(f"the {model.serve.engine} server for {model.name} exited with {code} before "
-                                    f"answering /health (log: {log_path})", list(sink.tail)[-20:])
-            try:
-                if httpx.get(f"{root}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() - t0 > startup:
-                raise ServingFailed(f"the {model.serve.engine} server for {model.name} did not answer /health in "
-                                    f"{startup:.0f} s (log: {log_path})", list(sink.tail)[-20:])
-            time.sleep(poll_s)
+        _wait_for_health(container, root, model, t0, startup, poll_s, log_path, sink)
         log(f"[serve] {model.name}: ready after {time.monotonic() - t0:.1f} s")
         yield f"{root}/v1"
     finally:
         if container is not None:
-            try:
-                container.remove(force=True)
-            except NotFound:
-                pass
-            except APIError as e:  # pragma: no cover - engine trouble; say so, go on to the network
-                log(f"[serve] could not remove {container.name}: {e}")
+            _remove_container(container, log)
         if streamer is not None:
             streamer.join(timeout=5)
         sink.close()

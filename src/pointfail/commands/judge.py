@@ -218,34 +218,34 @@ def _study_misses(root: "Path") -> "set[tuple[str, str, str]]":
             if r.outcome == "miss"}
 
 
-def _judge(args: argparse.Namespace) -> int:
-    from pathlib import Path
+class _JudgeExit(Exception):
+    """An early end of ``pointfail judge``: exit ``code``, with ``pointfail judge: <message>`` on stderr."""
 
-    from pointfail.running.judges.kinds import JudgeSetupError, get_kind
-    from pointfail.running.judges.stage import StageBusy, judge_study
-    from pointfail.records import RecordError
-    from pointfail.inputs.study import StudyError
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
-    root = Path(args.records_dir)
-    if not root.is_dir():
-        print(f"pointfail judge: not a directory: {root}", file=sys.stderr)
-        return 2
-    try:
-        cfg = _study_config(root)
-    except StudyError as e:
-        print(f"pointfail judge: {e}", file=sys.stderr)
-        return 2
-    primary = cfg.get("study", {}).get("primary_judge")
-    name = args.judge or primary or "oracle"
-    kind = get_kind(name)
-    role = args.role or ("primary" if primary in (None, name) and kind.runs_in_study else "other")
+
+def _check_judge_options(args: argparse.Namespace, kind: "Any", name: str) -> None:
+    """Raise :class:`_JudgeExit` (2) for ``--concurrency`` below 1, or ``--repeats`` below 1 or above 1
+    for a judge that is not a model."""
     if args.concurrency < 1:
-        print("pointfail judge: --concurrency must be >= 1", file=sys.stderr)
-        return 2
+        raise _JudgeExit(2, "--concurrency must be >= 1")
     if args.repeats < 1 or (args.repeats > 1 and not kind.model_judge):
-        print(f"pointfail judge: --repeats must be >= 1, and above 1 only for a model judge ({name} is not)"
-              if args.repeats > 1 else "pointfail judge: --repeats must be >= 1", file=sys.stderr)
-        return 2
+        raise _JudgeExit(2, f"--repeats must be >= 1, and above 1 only for a model judge ({name} is not)"
+                         if args.repeats > 1 else "--repeats must be >= 1")
+
+
+def _make_study_judges(args: argparse.Namespace, root: "Path", cfg: "dict[str, Any]", kind: "Any", name: str,
+                       role: str) -> "tuple[list[Any], dict[str, Any]]":
+    """The judges of kind ``name`` and their settings (the command line over study.toml's [judge]).
+
+    Raises :class:`_JudgeExit`: 3 when the judge's server does not answer; 2 when the judge cannot be
+    set up, or when several judges would all be the primary judge.
+    """
+    from pointfail.running.judges.kinds import JudgeSetupError
+    from pointfail.records import RecordError
+
     if kind.extra:
         from pointfail.extras import require
 
@@ -255,54 +255,71 @@ def _judge(args: argparse.Namespace) -> int:
     if url is not None:
         problem = judge_reachable(url)
         if problem:
-            print(f"pointfail judge: {problem}", file=sys.stderr)
-            return 3
+            raise _JudgeExit(3, problem)
     try:
         if name == "human":
             settings["misses"] = _study_misses(root)
         judges = kind.make(settings)
     except (JudgeSetupError, RecordError) as e:
-        print(f"pointfail judge: {e}", file=sys.stderr)
-        return 2
+        raise _JudgeExit(2, str(e)) from e
     if role == "primary" and len(judges) > 1:
-        print(f"pointfail judge: {len(judges)} judges ({', '.join(j.name for j in judges)}) cannot all be the primary "
-              "judge: use --role other, or one annotator's labels", file=sys.stderr)
-        return 2
+        raise _JudgeExit(2, f"{len(judges)} judges ({', '.join(j.name for j in judges)}) cannot all be the primary "
+                         "judge: use --role other, or one annotator's labels")
+    return judges, settings
+
+
+def _judge_once(args: argparse.Namespace, root: "Path", judge: "Any", role: str) -> "dict[str, Any]":
+    """One judge over the study's misses (:func:`~pointfail.running.judges.stage.judge_study`), as its
+    report's dict; raises :class:`_JudgeExit` (1) on a records error, a busy stage or an OS error (disk
+    full: one line naming the file; the records file is written atomically)."""
+    from pointfail.running.judges.stage import StageBusy, judge_study
+    from pointfail.records import RecordError
     from pointfail.safeio import os_error_line
 
-    problems = sorted({p for j in judges for p in getattr(j, "problems", [])})
-    reports = []
-    for judge in judges:
-        try:
-            report = judge_study(root, judge, role=role, data_root=args.data_root,
-                                 progress=not args.no_progress and sys.stderr.isatty())
-        except (RecordError, StageBusy) as e:
-            print(f"pointfail judge: {e}", file=sys.stderr)
-            return 1
-        except OSError as e:  # disk full: one line naming the file; the records file is written atomically
-            print(f"pointfail judge: {os_error_line(e)}", file=sys.stderr)
-            return 1
-        reports.append(report.to_dict())
-    consistency = None
-    if args.repeats > 1:
-        from pointfail.judge.agreement import collect_units
-        from pointfail.judge.protocol import MAX_LABEL_ATTEMPTS
-        from pointfail.judge.repeats import Repeat, self_consistency
+    try:
+        report = judge_study(root, judge, role=role, data_root=args.data_root,
+                             progress=not args.no_progress and sys.stderr.isatty())
+    except (RecordError, StageBusy) as e:
+        raise _JudgeExit(1, str(e)) from e
+    except OSError as e:
+        raise _JudgeExit(1, os_error_line(e)) from e
+    return report.to_dict()
 
-        seed = int(settings.get("seed") or 0)
-        for r in range(2, args.repeats + 1):
-            (inner,) = kind.make({**settings, "seed": seed + (r - 1) * MAX_LABEL_ATTEMPTS})
-            try:
-                rep = judge_study(root, Repeat(inner, r), role="other", data_root=args.data_root,
-                                  progress=not args.no_progress and sys.stderr.isatty())
-            except (RecordError, StageBusy) as e:
-                print(f"pointfail judge: {e}", file=sys.stderr)
-                return 1
-            except OSError as e:
-                print(f"pointfail judge: {os_error_line(e)}", file=sys.stderr)
-                return 1
-            reports.append(rep.to_dict())
-        consistency = self_consistency(collect_units(root), judges[0].name)
+
+def _repeat_reports(args: argparse.Namespace, root: "Path", kind: "Any", settings: "dict[str, Any]",
+                    judges: "list[Any]") -> "tuple[list[dict[str, Any]], dict[str, Any]]":
+    """Runs 2..``--repeats`` of the model judge (role ``other``; run ``r`` seeded ``seed + (r - 1) *
+    MAX_LABEL_ATTEMPTS``), their reports and the self-consistency of the first judge over all runs."""
+    from pointfail.judge.agreement import collect_units
+    from pointfail.judge.protocol import MAX_LABEL_ATTEMPTS
+    from pointfail.judge.repeats import Repeat, self_consistency
+
+    seed = int(settings.get("seed") or 0)
+    reports = []
+    for r in range(2, args.repeats + 1):
+        (inner,) = kind.make({**settings, "seed": seed + (r - 1) * MAX_LABEL_ATTEMPTS})
+        reports.append(_judge_once(args, root, Repeat(inner, r), "other"))
+    return reports, self_consistency(collect_units(root), judges[0].name)
+
+
+def _print_report(d: "dict[str, Any]") -> None:
+    """One judge's report: counts on stdout, the first 20 pending lines on stderr."""
+    print(
+        f"{d['judge']} ({d['role']}): {d['files']} files, {d['misses']} misses, {d['already']} already judged, "
+        f"{d['resumed']} resumed from a journal, {d['judged']} judged now"
+        + (f", {d['skipped']} without a verdict from this judge" if d["skipped"] else "")
+    )
+    for k, v in d["status"].items():
+        print(f"  {k}: {v}")
+    for k, v in d["labels"].items():
+        print(f"    {k}: {v}")
+    for line in d["problems"][:20]:
+        print(f"  pending: {line}", file=sys.stderr)
+
+
+def _print_reports(args: argparse.Namespace, reports: "list[dict[str, Any]]", problems: "list[str]",
+                   consistency: "Optional[dict[str, Any]]") -> None:
+    """The reports as JSON (``--json``) or text, with the self-consistency and the refused label lines."""
     if args.json:
         import json
 
@@ -310,36 +327,65 @@ def _judge(args: argparse.Namespace) -> int:
         if consistency is not None:
             out["self_consistency"] = consistency
         print(json.dumps(out, sort_keys=True, indent=2))
-    else:
-        for d in reports:
-            print(
-                f"{d['judge']} ({d['role']}): {d['files']} files, {d['misses']} misses, {d['already']} already judged, "
-                f"{d['resumed']} resumed from a journal, {d['judged']} judged now"
-                + (f", {d['skipped']} without a verdict from this judge" if d["skipped"] else "")
-            )
-            for k, v in d["status"].items():
-                print(f"  {k}: {v}")
-            for k, v in d["labels"].items():
-                print(f"    {k}: {v}")
-            for line in d["problems"][:20]:
-                print(f"  pending: {line}", file=sys.stderr)
-        if consistency is not None:
-            print(format_consistency(consistency))
-        if problems:
-            print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'} in {args.labels}; those lines are "
-                  "not stored:", file=sys.stderr)
-            for line in problems[:50]:
-                print(f"  {line}", file=sys.stderr)
-            if len(problems) > 50:
-                print(f"  ... and {len(problems) - 50} more (--json lists them all)", file=sys.stderr)
+        return
+    for d in reports:
+        _print_report(d)
+    if consistency is not None:
+        print(format_consistency(consistency))
+    if problems:
+        print(f"{len(problems)} problem{'' if len(problems) == 1 else 's'} in {args.labels}; those lines are "
+              "not stored:", file=sys.stderr)
+        for line in problems[:50]:
+            print(f"  {line}", file=sys.stderr)
+        if len(problems) > 50:
+            print(f"  ... and {len(problems) - 50} more (--json lists them all)", file=sys.stderr)
+
+
+def _judge_exit_code(root: "Path", reports: "list[dict[str, Any]]", problems: "list[str]") -> int:
+    """4 when samples ended in an infrastructure error (an incomplete study comes first, whatever the
+    judge left, as in ``pointfail evaluate``); 3 when misses are left unjudged or label lines were
+    refused; else 0."""
     left = sum(d["status"].get("judge_unavailable", 0) + d["status"].get("pending", 0) for d in reports)
     errors = reports[0]["errors"] if reports else 0
-    if errors:  # as pointfail evaluate: an incomplete study comes first, whatever the judge left
+    if errors:
         print(f"INCOMPLETE {root}: {errors} sample(s) ended in an infrastructure error and have no reply to judge; "
               "ask them again (pointfail-runner run --retry-errors, pointfail evaluate --retry-errors)",
               file=sys.stderr)
         return 4
     return 3 if left or problems else 0
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pointfail.running.judges.kinds import get_kind
+    from pointfail.inputs.study import StudyError
+
+    root = Path(args.records_dir)
+    try:
+        if not root.is_dir():
+            raise _JudgeExit(2, f"not a directory: {root}")
+        try:
+            cfg = _study_config(root)
+        except StudyError as e:
+            raise _JudgeExit(2, str(e)) from e
+        primary = cfg.get("study", {}).get("primary_judge")
+        name = args.judge or primary or "oracle"
+        kind = get_kind(name)
+        role = args.role or ("primary" if primary in (None, name) and kind.runs_in_study else "other")
+        _check_judge_options(args, kind, name)
+        judges, settings = _make_study_judges(args, root, cfg, kind, name, role)
+        problems = sorted({p for j in judges for p in getattr(j, "problems", [])})
+        reports = [_judge_once(args, root, judge, role) for judge in judges]
+        consistency = None
+        if args.repeats > 1:
+            more, consistency = _repeat_reports(args, root, kind, settings, judges)
+            reports += more
+    except _JudgeExit as e:
+        print(f"pointfail judge: {e}", file=sys.stderr)
+        return e.code
+    _print_reports(args, reports, problems, consistency)
+    return _judge_exit_code(root, reports, problems)
 
 
 def format_consistency(c: "dict[str, Any]") -> str:

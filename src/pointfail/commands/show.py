@@ -63,6 +63,35 @@ DEFAULT_HIDDEN = frozenset({"caret"})
 every character boundary, which hides the text under outlines."""
 
 
+def _outline_elements(od: Any, sg_path: Path, categories: set[str] | str | None) -> list[tuple[str, tuple[int, int, int]]]:
+    """Outline on ``od`` (the overlay's ImageDraw) the scene graph's elements of the wanted
+    ``categories`` (as :func:`render_sample`), one colour per category; returns the legend.
+
+    Raises:
+        ShowError: the scene graph cannot be read.
+    """
+    import json
+
+    try:
+        sg = json.loads(sg_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ShowError(f"cannot read scene graph {sg_path}: {e}") from None
+
+    def wanted(cat: str) -> bool:
+        if categories == "all":
+            return True
+        return cat in categories if categories is not None else cat not in DEFAULT_HIDDEN
+
+    cats = sorted({el["category"] for el in sg.get("elements", []) if wanted(el["category"])})
+    colors = {c: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, c in enumerate(cats)}
+    for el in sg.get("elements", []):
+        if el["category"] not in colors:
+            continue
+        x0, y0, x1, y1 = el["box"]
+        od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[el["category"]] + (150,))
+    return [(c, colors[c]) for c in cats]
+
+
 def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True,
                   categories: set[str] | str | None = None) -> Image.Image:
     """The annotated picture of one row (RGB, image width x image height + caption strip).
@@ -72,8 +101,6 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     Raises:
         ShowError: the image or the scene graph named by the row cannot be read.
     """
-    import json
-
     from PIL import Image, ImageDraw, ImageFont
 
     test_dir = suite_dir / "data" / "test"
@@ -90,24 +117,7 @@ def render_sample(suite_dir: Path, row: dict[str, Any], *, elements: bool = True
     od = ImageDraw.Draw(overlay)
     legend: list[tuple[str, tuple[int, int, int]]] = []
     if elements and row.get("scene_graph"):
-        sg_path = test_dir / row["scene_graph"]
-        try:
-            sg = json.loads(sg_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ShowError(f"cannot read scene graph {sg_path}: {e}") from None
-        def wanted(cat: str) -> bool:
-            if categories == "all":
-                return True
-            return cat in categories if categories is not None else cat not in DEFAULT_HIDDEN
-
-        cats = sorted({el["category"] for el in sg.get("elements", []) if wanted(el["category"])})
-        colors = {c: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, c in enumerate(cats)}
-        legend = [(c, colors[c]) for c in cats]
-        for el in sg.get("elements", []):
-            if el["category"] not in colors:
-                continue
-            x0, y0, x1, y1 = el["box"]
-            od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], outline=colors[el["category"]] + (150,))
+        legend = _outline_elements(od, test_dir / row["scene_graph"], categories)
     x0, y0, x1, y1 = row["bbox"]
     od.rectangle([x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)], fill=TARGET_GREEN + (90,), outline=TARGET_GREEN + (255,), width=2)
     px, py = row.get("point", [(x0 + x1) // 2, (y0 + y1) // 2])

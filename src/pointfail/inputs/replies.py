@@ -202,24 +202,45 @@ def _valid_unicode(value: Any) -> bool:
     return True
 
 
-def _classify(rf: RepliesFile, where: str, obj: Any, raw: str) -> None:
-    excerpt = _excerpt(raw.strip())
+def _object_problem(where: str, obj: Any, excerpt: str) -> Optional[ReplyProblem]:
+    """Why a parsed line cannot be a reply at all: not a JSON object, a lone surrogate in a string, no
+    ``"id"``, or an id that is neither a string nor an integer; ``None`` when it can be."""
     if not isinstance(obj, dict):
-        rf.add(ReplyProblem(where, "not_an_object", f"expected a JSON object, got {type(obj).__name__}",
-                                        excerpt=excerpt))
-        return
+        return ReplyProblem(where, "not_an_object", f"expected a JSON object, got {type(obj).__name__}",
+                            excerpt=excerpt)
     if not _valid_unicode(obj):
-        rf.add(ReplyProblem(where, "unparseable", "a string holds a lone surrogate (not valid Unicode)",
-                                        excerpt=excerpt.encode("utf-8", "replace").decode("utf-8")))
-        return
+        return ReplyProblem(where, "unparseable", "a string holds a lone surrogate (not valid Unicode)",
+                            excerpt=excerpt.encode("utf-8", "replace").decode("utf-8"))
     if "id" not in obj:
-        rf.add(ReplyProblem(where, "no_id", "the object has no \"id\"", excerpt=excerpt))
-        return
+        return ReplyProblem(where, "no_id", "the object has no \"id\"", excerpt=excerpt)
     raw_id = obj["id"]
     if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        rf.add(ReplyProblem(where, "bad_id", f"\"id\" must be a string or an integer, got "
-                                        f"{type(raw_id).__name__}", excerpt=excerpt))
+        return ReplyProblem(where, "bad_id", f"\"id\" must be a string or an integer, got "
+                            f"{type(raw_id).__name__}", excerpt=excerpt)
+    return None
+
+
+def _model_input_size(rf: RepliesFile, where: str, obj: dict[str, Any], sid: str, excerpt: str) -> Optional[Any]:
+    """The reply's ``model_input_size`` when it is ``[W, H]``, two positive integers; otherwise a
+    problem is added and the reply is used without it (``None``)."""
+    mis = obj.get("model_input_size")
+    if mis is not None:
+        ok = (isinstance(mis, list) and len(mis) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in mis))
+        if not ok:
+            rf.add(ReplyProblem(where, "bad_model_input_size", "model_input_size must be [W, H], "
+                                            "two positive integers; the reply is used without it", sid, excerpt))
+            mis = None
+    return mis
+
+
+def _classify(rf: RepliesFile, where: str, obj: Any, raw: str) -> None:
+    excerpt = _excerpt(raw.strip())
+    problem = _object_problem(where, obj, excerpt)
+    if problem is not None:
+        rf.add(problem)
         return
+    raw_id = obj["id"]
     sid = str(raw_id)
     text = next((obj[k] for k in TEXT_KEYS if isinstance(obj.get(k), str)), None)
     coords = {k: obj[k] for k in COORDINATE_KEYS if k in obj}
@@ -236,14 +257,7 @@ def _classify(rf: RepliesFile, where: str, obj: Any, raw: str) -> None:
         rf.add(ReplyProblem(where, "no_reply", f"neither a text ({', '.join(TEXT_KEYS)}) nor "
                                         f"coordinates ({', '.join(COORDINATE_KEYS)})", sid, excerpt))
         return
-    mis = obj.get("model_input_size")
-    if mis is not None:
-        ok = (isinstance(mis, list) and len(mis) == 2
-              and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in mis))
-        if not ok:
-            rf.add(ReplyProblem(where, "bad_model_input_size", "model_input_size must be [W, H], "
-                                            "two positive integers; the reply is used without it", sid, excerpt))
-            mis = None
+    mis = _model_input_size(rf, where, obj, sid, excerpt)
     prompt = obj.get("prompt") if isinstance(obj.get("prompt"), str) else None
     earlier = rf.replies.pop(sid, None)
     if earlier is not None:

@@ -46,7 +46,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional, Union
+from typing import Any, BinaryIO, Iterable, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -296,76 +296,112 @@ def read_responses(path: Union[str, Path], wanted: Optional[Iterable[str]] = Non
     log = ResponseLog()
     if max_total_bytes is None and want is not None:
         max_total_bytes = 2 * max_line_bytes * len(want) + (64 << 20)
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fd = _open_no_follow(p)
+    if fd is None:
         return log
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise JobFileError(f"{p} is a symlink; the runner never follows what a job folder holds "
-                               f"(remove {p.parent} to start the job afresh)") from None
-        raise JobFileError(f"cannot open {p}: {e.strerror or e}") from None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise JobFileError(f"{p} is not a regular file (mode {stat.filemode(st.st_mode)}); refused before "
-                               f"reading (remove {p.parent} to start the job afresh)")
+        _require_regular(f, p)
         os.set_blocking(f.fileno(), True)
         total = 0
         lineno = 0
-        while True:
-            if max_total_bytes is not None and total >= max_total_bytes:
-                if f.read(1):
-                    log.problems.append(f"{p}: stopped reading after {total} bytes (limit {max_total_bytes})")
-                break
-            if deadline is not None and not lineno % 1024 and time.monotonic() > deadline:
-                if f.read(1):
-                    log.problems.append(f"{p}: stopped reading after {total} bytes (out of time: the job's "
-                                        "wall clock ran out)")
-                break
+        while not _stop_reading(f, log, p, total, lineno, max_total_bytes, deadline):
             chunk = f.readline(max_line_bytes + 1)
             if not chunk:
                 break
             lineno += 1
             total += len(chunk)
             if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
-                head, tail, n = chunk[:_PEEK], chunk[-_PEEK:], len(chunk)
-                ended = False
-                while True:  # skip the rest of the long line, keeping only its tail
-                    more = f.readline(1 << 20)
-                    if not more:
-                        break
-                    n += len(more)
-                    total += len(more)
-                    tail = (tail + more)[-_PEEK:]
-                    if more.endswith(b"\n"):
-                        ended = True
-                        break
+                extra, ended = _skip_long_line(f, chunk, log, want, p, lineno, max_line_bytes)
+                total += extra
                 if not ended:
-                    log.cut_tail = n
                     break
-                sid = _sid_from(head, tail.rstrip(b"\n"))
-                _note_invalid(log, want, p, lineno, sid, f"line is {n - 1} bytes, more than the limit of "
-                                                          f"{max_line_bytes}")
                 continue
             if not chunk.endswith(b"\n"):
                 log.cut_tail = len(chunk)  # a final line cut short by a kill
                 break
             raw = chunk[:-1]
-            if not raw.strip():
-                continue
-            sid, resp, reason = _validate_line(raw)
-            if resp is not None:
-                if want is not None and resp.sample_id not in want:
-                    log.problems.append(f"{p}:{lineno}: response for {_short(resp.sample_id)!r}, which was not requested")
-                elif resp.sample_id in log.responses:
-                    log.duplicates += 1
-                else:
-                    log.responses[resp.sample_id] = resp
-                    log.invalid.pop(resp.sample_id, None)
-                continue
-            _note_invalid(log, want, p, lineno, sid, reason or "invalid")
+            if raw.strip():
+                _note_line(log, want, p, lineno, raw)
     return log
+
+
+def _open_no_follow(p: Path) -> Optional[int]:
+    """A read-only descriptor of ``p`` opened without following a symlink (non-blocking, so a FIFO
+    cannot hold the open); ``None`` when ``p`` does not exist.
+
+    Raises:
+        JobFileError: ``p`` is a symlink, or cannot be opened.
+    """
+    try:
+        return os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise JobFileError(f"{p} is a symlink; the runner never follows what a job folder holds "
+                               f"(remove {p.parent} to start the job afresh)") from None
+        raise JobFileError(f"cannot open {p}: {e.strerror or e}") from None
+
+
+def _require_regular(f: BinaryIO, p: Path) -> None:
+    """Raise :class:`JobFileError` unless the open file ``f`` (of path ``p``) is a regular file."""
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode):
+        raise JobFileError(f"{p} is not a regular file (mode {stat.filemode(st.st_mode)}); refused before "
+                           f"reading (remove {p.parent} to start the job afresh)")
+
+
+def _stop_reading(f: BinaryIO, log: ResponseLog, p: Path, total: int, lineno: int,
+                  max_total_bytes: Optional[int], deadline: Optional[float]) -> bool:
+    """Whether to stop before the next line: ``max_total_bytes`` read, or past ``deadline`` (checked
+    every 1024 lines); when anything is left unread, one problem says why reading stopped."""
+    if max_total_bytes is not None and total >= max_total_bytes:
+        if f.read(1):
+            log.problems.append(f"{p}: stopped reading after {total} bytes (limit {max_total_bytes})")
+        return True
+    if deadline is not None and not lineno % 1024 and time.monotonic() > deadline:
+        if f.read(1):
+            log.problems.append(f"{p}: stopped reading after {total} bytes (out of time: the job's "
+                                "wall clock ran out)")
+        return True
+    return False
+
+
+def _skip_long_line(f: BinaryIO, chunk: bytes, log: ResponseLog, want: Optional[set], p: Path, lineno: int,
+                    max_line_bytes: int) -> tuple[int, bool]:
+    """Skip the rest of a line longer than ``max_line_bytes`` (``chunk``: its first bytes), in 1 MiB
+    reads keeping only its tail, and note it invalid under the sample id read from its head or tail;
+    a line the file ends inside sets ``log.cut_tail``. Returns (bytes read past ``chunk``, whether the
+    line ended)."""
+    head, tail, n = chunk[:_PEEK], chunk[-_PEEK:], len(chunk)
+    while True:
+        more = f.readline(1 << 20)
+        if not more:
+            log.cut_tail = n
+            return n - len(chunk), False
+        n += len(more)
+        tail = (tail + more)[-_PEEK:]
+        if more.endswith(b"\n"):
+            break
+    sid = _sid_from(head, tail.rstrip(b"\n"))
+    _note_invalid(log, want, p, lineno, sid, f"line is {n - 1} bytes, more than the limit of {max_line_bytes}")
+    return n - len(chunk), True
+
+
+def _note_line(log: ResponseLog, want: Optional[set], p: Path, lineno: int, raw: bytes) -> None:
+    """Validate one complete line (``raw``, without its newline) and keep its response: the first
+    valid one per requested sample id; a response for an id not requested is a problem, a repeat a
+    duplicate, an invalid line goes to :func:`_note_invalid`."""
+    sid, resp, reason = _validate_line(raw)
+    if resp is None:
+        _note_invalid(log, want, p, lineno, sid, reason or "invalid")
+    elif want is not None and resp.sample_id not in want:
+        log.problems.append(f"{p}:{lineno}: response for {_short(resp.sample_id)!r}, which was not requested")
+    elif resp.sample_id in log.responses:
+        log.duplicates += 1
+    else:
+        log.responses[resp.sample_id] = resp
+        log.invalid.pop(resp.sample_id, None)
 
 
 def _note_invalid(log: ResponseLog, want: Optional[set], p: Path, lineno: int, sid: Optional[str],

@@ -283,71 +283,90 @@ def run_worker(backend: Any, requests: str | Path, responses: str | Path, *, bat
         raise WorkerError(str(e)) from None
 
 
-def _answer(backend: Any, reqs: list[Request], writer: ResponseWriter, done: set[str],
-            batch_size: int) -> WorkerSummary:
-    from pointfail.running.backends.base import WorkItem
+class _Answering:
+    """One pass of a backend over requests: writes each response and counts it in ``summary``."""
 
-    summary = WorkerSummary(total=len(reqs))
-    todo = [r for r in reqs if r.sample_id not in done]
-    summary.skipped = len(reqs) - len(todo)
-    if summary.skipped:
-        log.info("resuming: %d of %d samples already answered", summary.skipped, len(reqs))
+    def __init__(self, backend: Any, writer: ResponseWriter, summary: WorkerSummary) -> None:
+        self.backend, self.writer, self.summary = backend, writer, summary
 
-    def write(sid: str, res: Optional[dict[str, Any]], seconds: float, error: Optional[str]) -> None:
-        written = writer.write(_response(sid, res, seconds, error))
+    def write(self, sid: str, res: Optional[dict[str, Any]], seconds: float, error: Optional[str]) -> None:
+        """Append one response; one the writer refuses (``written.error``) counts as an error."""
+        written = self.writer.write(_response(sid, res, seconds, error))
         if written.error:
-            summary.errors += 1
-            summary.error_reasons[sid] = written.error
+            self.summary.errors += 1
+            self.summary.error_reasons[sid] = written.error
         else:
-            summary.answered += 1
+            self.summary.answered += 1
 
-    def run_one_by_one(items: list[WorkItem]) -> None:
+    def one_by_one(self, items: list[Any]) -> None:
+        """Each item in its own ``generate`` call; a failure becomes that sample's error response."""
         for item in items:
             t0 = time.perf_counter()
             try:
-                out = backend.generate([item])
+                out = self.backend.generate([item])
                 if len(out) != 1:
                     raise RuntimeError(f"backend returned {len(out)} results for 1 item")
-                write(item.sample_id, out[0], time.perf_counter() - t0, None)
+                self.write(item.sample_id, out[0], time.perf_counter() - t0, None)
             except Exception as e:
-                _recover(backend)
-                write(item.sample_id, None, time.perf_counter() - t0, _reason(e))
+                _recover(self.backend)
+                self.write(item.sample_id, None, time.perf_counter() - t0, _reason(e))
 
-    n_batches = 0
-    for batch in _batches(todo, batch_size):
-        n_batches += 1
-        t0 = time.perf_counter()
+    def work_items(self, batch: list[Request]) -> list[Any]:
+        """The batch's work items; a request without a prompt or with an unreadable image is answered
+        with its error response here, before the batch runs."""
+        from pointfail.running.backends.base import WorkItem
+
         items: list[WorkItem] = []
-        for r in batch:  # per-sample input errors are answered before the batch runs
+        for r in batch:
             try:
                 if r.prompt is None:
                     raise ValueError("request has no prompt")
                 image = open_image(r.image)
             except ValueError as e:
-                write(r.sample_id, None, 0.0, str(e))
+                self.write(r.sample_id, None, 0.0, str(e))
                 continue
             items.append(WorkItem(sample_id=r.sample_id, image=image, image_path=r.image or "", prompt=r.prompt,
                                   task=r.task, max_new_tokens=r.max_new_tokens, instruction=r.instruction,
                                   absent_possible=r.absent_possible))
-        mode = "batched"
-        if items:
-            try:
-                outs = backend.generate(items)
-                if len(outs) != len(items):
-                    raise RuntimeError(f"backend returned {len(outs)} results for {len(items)} items")
-            except Exception as e:
-                _recover(backend)
-                if len(items) == 1:
-                    write(items[0].sample_id, None, time.perf_counter() - t0, _reason(e))
-                else:
-                    log.warning("batch %d failed (%s); retrying its %d samples one at a time", n_batches,
-                                _reason(e)[:200], len(items))
-                    mode = "one-by-one"
-                    run_one_by_one(items)
-            else:
-                each = (time.perf_counter() - t0) / len(items)
-                for item, out in zip(items, outs):
-                    write(item.sample_id, out, each, None)
+        return items
+
+    def batch(self, items: list[Any], t0: float, n_batch: int) -> str:
+        """One ``generate`` call for ``items`` (started at ``t0``), each result timed as an equal share;
+        when it fails, a single item gets its error response and several are retried one at a time.
+        Returns the mode: ``"batched"`` or ``"one-by-one"``."""
+        try:
+            outs = self.backend.generate(items)
+            if len(outs) != len(items):
+                raise RuntimeError(f"backend returned {len(outs)} results for {len(items)} items")
+        except Exception as e:
+            _recover(self.backend)
+            if len(items) == 1:
+                self.write(items[0].sample_id, None, time.perf_counter() - t0, _reason(e))
+                return "batched"
+            log.warning("batch %d failed (%s); retrying its %d samples one at a time", n_batch,
+                        _reason(e)[:200], len(items))
+            self.one_by_one(items)
+            return "one-by-one"
+        each = (time.perf_counter() - t0) / len(items)
+        for item, out in zip(items, outs):
+            self.write(item.sample_id, out, each, None)
+        return "batched"
+
+
+def _answer(backend: Any, reqs: list[Request], writer: ResponseWriter, done: set[str],
+            batch_size: int) -> WorkerSummary:
+    summary = WorkerSummary(total=len(reqs))
+    todo = [r for r in reqs if r.sample_id not in done]
+    summary.skipped = len(reqs) - len(todo)
+    if summary.skipped:
+        log.info("resuming: %d of %d samples already answered", summary.skipped, len(reqs))
+    answering = _Answering(backend, writer, summary)
+    n_batches = 0
+    for batch in _batches(todo, batch_size):
+        n_batches += 1
+        t0 = time.perf_counter()
+        items = answering.work_items(batch)
+        mode = answering.batch(items, t0, n_batches) if items else "batched"
         dt = time.perf_counter() - t0
         summary.seconds += dt
         done_n = summary.skipped + summary.answered + summary.errors

@@ -397,11 +397,24 @@ class _Sheet:
                 self.fills = {k: v for k, v in self.fills.items() if k[1] != self.band[1]}
 
     def render(self) -> None:
-        g, st = self.grid, self.style
-        W = IMAGE_SIZE[0]
-        d = self.draw
+        """Draw the sheet into ``self.image`` and record its elements, in drawing order: colour fills,
+        grid lines, column and row headers, cells (with their edges and corners), the tab strip on top,
+        and the grid nodes on the header border."""
+        self._render_fills()
+        self._render_grid_lines()
+        self._render_header_frame()
+        self._render_column_headers()
+        self._render_row_headers()
+        for c in self.grid.cols:
+            self._render_column_cells(c)
+        if self.tab_strip is not None:  # text of the last, partly visible row must not run into the tabs
+            self.image.paste(self.tab_strip[1], (0, self.tab_strip[0]))
+        self._render_header_nodes()
+
+    def _render_fills(self) -> None:
+        """A colour band first (one ``color_band`` element), then single filled cells, clipped to the view."""
+        g, d = self.grid, self.draw
         right, bottom = g.view_right, g.view_bottom
-        # fills: a colour band first, then single cells
         if self.band is not None:
             kind, i, name = self.band
             if kind == "column":
@@ -416,7 +429,11 @@ class _Sheet:
             box = [g.xl[c] + 1, g.yt[r] + 1, min(g.xr[c], right) - 1, min(g.yb[r], bottom) - 1]
             if box[2] >= box[0] and box[3] >= box[1]:  # a sliver at the view's edge may have no interior
                 d.rectangle(box, fill=COLORS[name])
-        # grid lines
+
+    def _render_grid_lines(self) -> None:
+        """The column and row separator lines inside the view."""
+        g, st, d = self.grid, self.style, self.draw
+        right, bottom = g.view_right, g.view_bottom
         for c in g.cols:
             x = g.xr[c]
             if x <= right:
@@ -425,12 +442,22 @@ class _Sheet:
             y = g.yb[r]
             if y < bottom:
                 d.line([g.rhw, y, right, y], fill=st.grid)
-        # headers
-        d.rectangle([0, g.header_top, W - 1, g.header_bottom - 1], fill=st.header_bg)
+
+    def _render_header_frame(self) -> None:
+        """The header backgrounds and border lines, and the ``header_corner`` element."""
+        g, st, d = self.grid, self.style, self.draw
+        right, bottom = g.view_right, g.view_bottom
+        d.rectangle([0, g.header_top, IMAGE_SIZE[0] - 1, g.header_bottom - 1], fill=st.header_bg)
         d.rectangle([0, g.header_bottom, g.rhw - 1, bottom - 1], fill=st.header_bg)
         d.line([0, g.header_bottom, right, g.header_bottom], fill=st.header_line)
         d.line([g.rhw, g.header_top, g.rhw, bottom - 1], fill=st.header_line)
         self.elements.append(Element("header_corner", "header_corner", [0, g.header_top, g.rhw, g.header_bottom]))
+
+    def _render_column_headers(self) -> None:
+        """Column letters (``column_header`` elements, at least 4 px visible) and, for fully visible
+        columns, their ``col_resize_handle`` (6 px around the right border)."""
+        g, st, d = self.grid, self.style, self.draw
+        right = g.view_right
         hb = g.header_bottom - (g.header_bottom - g.header_top - 9) // 2 - 1
         for c in g.cols:
             x0, x1 = g.xl[c], min(g.xr[c], right)
@@ -446,6 +473,12 @@ class _Sheet:
             if g.full_col(c):
                 self.elements.append(Element(f"col_resize_handle:{name}", "col_resize_handle",
                                              [g.xr[c] - 3, g.header_top, g.xr[c] + 3, g.header_bottom]))
+
+    def _render_row_headers(self) -> None:
+        """Row numbers (``row_header`` elements, at least 4 px visible; the number drawn from 13 px)
+        and, for fully visible rows, their ``row_resize_handle`` (6 px around the bottom border)."""
+        g, st, d = self.grid, self.style, self.draw
+        bottom = g.view_bottom
         for r in g.rows:
             y0, y1 = g.yt[r], min(g.yb[r], bottom)
             if y1 - y0 < 4:
@@ -461,39 +494,54 @@ class _Sheet:
             if g.full_row(r):
                 self.elements.append(Element(f"row_resize_handle:{r}", "row_resize_handle",
                                              [0, g.yb[r] - 3, g.rhw, g.yb[r] + 3]))
-        # cells, edges, corners
-        for c in g.cols:
-            cname = col_name(c)
-            right_aligned = COLUMN_KINDS[self.col_kinds[c]][1]
-            for r in g.rows:
-                x0, y0 = g.xl[c], g.yt[r]
-                x1, y1 = min(g.xr[c], right), min(g.yb[r], bottom)
-                if x1 - x0 < 3 or y1 - y0 < 3:
-                    continue
-                ref = f"{cname}{r}"
-                shown = None
-                v = self.values.get((c, r))
-                if v is not None:
-                    bold = r == 1
-                    avail = g.xr[c] - x0 - 8
-                    while v and self.width(v, bold) > avail:
-                        v = v[:-1].rstrip()
-                    if v:  # partly visible cells show their text cut off at the view's edge, like a real sheet
-                        tw = self.width(v, bold)
-                        tx = x0 + 4 if not right_aligned else g.xr[c] - 4 - tw
-                        base = y0 + (g.yb[r] - y0 + 9) // 2 + 1
-                        self.text(tx, base, v, st.text, bold=bold)
-                        shown = v
-                self.values[(c, r)] = shown  # what is displayed (possibly cut off at the view's edge)
-                self.elements.append(Element(f"cell:{ref}", "cell", [x0, y0, x1, y1], shown))
-                if g.full_cell(c, r):
-                    self.elements.append(Element(f"vedge:{ref}", "cell_edge", [g.xr[c] - 3, y0, g.xr[c] + 3, g.yb[r]]))
-                    self.elements.append(Element(f"hedge:{ref}", "cell_edge", [x0, g.yb[r] - 3, g.xr[c], g.yb[r] + 3]))
-                    self.elements.append(Element(f"corner:{ref}", "cell_corner",
-                                                 [g.xr[c] - 3, g.yb[r] - 3, g.xr[c] + 3, g.yb[r] + 3]))
-        if self.tab_strip is not None:  # text of the last, partly visible row must not run into the tabs
-            self.image.paste(self.tab_strip[1], (0, self.tab_strip[0]))
-        # grid nodes on the header border (top-left corners of the first visible row/column)
+
+    def _draw_cell_text(self, c: int, r: int, right_aligned: bool) -> Optional[str]:
+        """Draw cell (c, r)'s value, cut to the cell width less 8 px (bold in row 1), left or right
+        aligned with 4 px padding; returns the text shown (``None`` for an empty cell)."""
+        g = self.grid
+        v = self.values.get((c, r))
+        if v is None:
+            return None
+        x0, y0 = g.xl[c], g.yt[r]
+        bold = r == 1
+        avail = g.xr[c] - x0 - 8
+        while v and self.width(v, bold) > avail:
+            v = v[:-1].rstrip()
+        if not v:
+            return None
+        # partly visible cells show their text cut off at the view's edge, like a real sheet
+        tw = self.width(v, bold)
+        tx = x0 + 4 if not right_aligned else g.xr[c] - 4 - tw
+        base = y0 + (g.yb[r] - y0 + 9) // 2 + 1
+        self.text(tx, base, v, self.style.text, bold=bold)
+        return v
+
+    def _render_column_cells(self, c: int) -> None:
+        """The cells of column ``c`` (at least 3 px visible each): their text, ``cell`` elements with the
+        value shown, and for fully visible cells their edges and bottom-right corner (6 px wide)."""
+        g = self.grid
+        right, bottom = g.view_right, g.view_bottom
+        cname = col_name(c)
+        right_aligned = COLUMN_KINDS[self.col_kinds[c]][1]
+        for r in g.rows:
+            x0, y0 = g.xl[c], g.yt[r]
+            x1, y1 = min(g.xr[c], right), min(g.yb[r], bottom)
+            if x1 - x0 < 3 or y1 - y0 < 3:
+                continue
+            ref = f"{cname}{r}"
+            shown = self._draw_cell_text(c, r, right_aligned)
+            self.values[(c, r)] = shown  # what is displayed (possibly cut off at the view's edge)
+            self.elements.append(Element(f"cell:{ref}", "cell", [x0, y0, x1, y1], shown))
+            if g.full_cell(c, r):
+                self.elements.append(Element(f"vedge:{ref}", "cell_edge", [g.xr[c] - 3, y0, g.xr[c] + 3, g.yb[r]]))
+                self.elements.append(Element(f"hedge:{ref}", "cell_edge", [x0, g.yb[r] - 3, g.xr[c], g.yb[r] + 3]))
+                self.elements.append(Element(f"corner:{ref}", "cell_corner",
+                                             [g.xr[c] - 3, g.yb[r] - 3, g.xr[c] + 3, g.yb[r] + 3]))
+
+    def _render_header_nodes(self) -> None:
+        """Grid nodes on the header border: the corners of the row above and the column left of the
+        first visible cell, when the view is scrolled past them (``cell_corner`` elements)."""
+        g = self.grid
         c_prev, r_prev = g.c0 - 1, g.r0 - 1
         for c in g.cols:
             if r_prev >= 1 and g.full_col(c):

@@ -290,7 +290,65 @@ class _Doc:
             k += n
         return paras
 
+    def _wrap(self, para: str, width: float, indent: float) -> list[str]:
+        """``para`` broken into lines of at most ``width`` pixels (the first line ``indent`` less), by the
+        painter's advance widths; a word wider than a line stands alone."""
+        lines: list[str] = []
+        cur, cur_w = "", 0.0
+        for tok in para.split():
+            suffix = tok if not cur else f" {tok}"
+            cand_w = self.painter.extend_length(self.font, self.size, cur_w, cur, suffix)
+            avail = width - (indent if not lines else 0)
+            if cand_w <= avail or not cur:
+                cur, cur_w = cur + suffix, cand_w
+            else:
+                lines.append(cur)
+                cur = tok
+                cur_w = self.painter.length(self.font, self.size, tok)
+        if cur:
+            lines.append(cur)
+        return lines
+
+    def _ink_styles(self, text: str, color_rate: float) -> tuple[dict[int, str], dict[int, tuple[int, int, int]]]:
+        """Words of line ``text`` printed in a colour (each word with a core, with probability
+        ``color_rate``): word index -> colour name, and character index -> ink RGB (the surface's
+        dark-mode shade on ``dark_notes``)."""
+        rng, sf = self.rng, self.surface
+        styles: dict[int, str] = {}  # word index -> ink colour name
+        char_colors: dict[int, tuple[int, int, int]] = {}
+        pos = 0
+        for w, tok in enumerate(text.split(" ")):
+            lead, core, _ = split_token(tok)
+            if core and rng.random() < color_rate:
+                name = rng.choice(sorted(INK_COLORS))
+                styles[w] = name
+                ink = INK_COLORS[name][1 if sf.name == "dark_notes" else 0]
+                for j in range(pos + len(lead), pos + len(lead) + len(core)):
+                    char_colors[j] = ink
+            pos += len(tok) + 1
+        return styles, char_colors
+
+    @staticmethod
+    def _line_words(k: int, text: str, chars: list[DrawnChar], styles: dict[int, str]) -> list[Word]:
+        """The words of line ``k`` (``text`` drawn as ``chars``): core text without leading and
+        trailing punctuation, boxed by the ink of the core's characters; words with no ink are left out."""
+        words, pos = [], 0
+        for w, tok in enumerate(text.split(" ")):
+            lead, core, trail = split_token(tok)
+            start = pos + len(lead)
+            box = union_box(c.box for c in chars[start:start + len(core)])
+            if core and box is not None:
+                words.append(Word(k, w, start, core, lead, trail, box, styles.get(w)))
+            pos += len(tok) + 1
+        return words
+
     def layout(self) -> Page:
+        """Lay the paragraphs out on the surface, whole paragraphs only, drawing each line and
+        recording its characters, words, pens and boxes in ``self.page``; then its elements.
+
+        Raises:
+            SuiteError: a line without ink, or no paragraph fits the surface.
+        """
         rng, sf = self.rng, self.surface
         x0, y0, x1, y1 = self.chrome()
         font = load_font(self.font, self.size)
@@ -303,49 +361,17 @@ class _Doc:
         y = y0 - asc_t  # first baseline
         page = self.page
         for p, para in enumerate(self.paragraphs()):
-            # wrap
-            lines: list[str] = []
-            cur, cur_w = "", 0.0
-            for tok in para.split():
-                suffix = tok if not cur else f" {tok}"
-                cand_w = self.painter.extend_length(self.font, self.size, cur_w, cur, suffix)
-                avail = width - (indent if not lines else 0)
-                if cand_w <= avail or not cur:
-                    cur, cur_w = cur + suffix, cand_w
-                else:
-                    lines.append(cur)
-                    cur = tok
-                    cur_w = self.painter.length(self.font, self.size, tok)
-            if cur:
-                lines.append(cur)
+            lines = self._wrap(para, width, indent)
             if y + (len(lines) - 1) * line_h + asc_b > y1:
                 break  # only whole paragraphs, so paragraph starts and ends are real
             page.paras[p] = []
             for li, text in enumerate(lines):
                 k = len(page.lines)
                 lx = x0 + (indent if li == 0 else 0)
-                styles: dict[int, str] = {}  # word index -> ink colour name
-                char_colors: dict[int, tuple[int, int, int]] = {}
-                pos = 0
-                for w, tok in enumerate(text.split(" ")):
-                    lead, core, _ = split_token(tok)
-                    if core and rng.random() < color_rate:
-                        name = rng.choice(sorted(INK_COLORS))
-                        styles[w] = name
-                        ink = INK_COLORS[name][1 if sf.name == "dark_notes" else 0]
-                        for j in range(pos + len(lead), pos + len(lead) + len(core)):
-                            char_colors[j] = ink
-                    pos += len(tok) + 1
+                styles, char_colors = self._ink_styles(text, color_rate)
                 chars = self.painter.draw(self.image, lx, y, text, self.font, self.size, sf.fg, char_colors)
                 pens = self.painter.pens(self.font, self.size, lx, text)
-                words, pos = [], 0
-                for w, tok in enumerate(text.split(" ")):
-                    lead, core, trail = split_token(tok)
-                    start = pos + len(lead)
-                    box = union_box(c.box for c in chars[start:start + len(core)])
-                    if core and box is not None:
-                        words.append(Word(k, w, start, core, lead, trail, box, styles.get(w)))
-                    pos += len(tok) + 1
+                words = self._line_words(k, text, chars, styles)
                 lbox = union_box(c.box for c in chars)
                 if lbox is None:
                     raise SuiteError(f"line {k} has no ink: {text!r}")
@@ -358,7 +384,41 @@ class _Doc:
         self.elements()
         return page
 
+    @staticmethod
+    def _caret_elements(ln: Line, els: list[Element]) -> None:
+        """A caret element at each pen position of line ``ln`` (before each character and after the
+        last), reaching halfway to the neighbouring pens (1-3 px; 7 px at the line's ends)."""
+        k = ln.index
+        n = len(ln.text)
+        for i in range(n + 1):
+            x = ln.pens[i]
+            a = 7 if i == 0 else max(1, min(3, (x - ln.pens[i - 1]) // 2))
+            b = 7 if i == n else max(1, min(3, (ln.pens[i + 1] - x) // 2))
+            els.append(Element(f"caret:{k}.{i}", "caret", [x - a, ln.top, x + b, ln.bottom]))
+
+    @staticmethod
+    def _space_elements(ln: Line, els: list[Element]) -> None:
+        """A space element for each inner space of line ``ln`` between inked neighbours: from the ink of
+        the character before to that of the one after (the pens when those are under 2 px apart)."""
+        k = ln.index
+        n = len(ln.text)
+        for i, ch in enumerate(ln.text):
+            if ch != " " or not 0 < i < n - 1:
+                continue
+            before, after = ln.chars[i - 1].box, ln.chars[i + 1].box
+            if before and after:
+                l, r = before[2], after[0]
+                if r - l < 2:
+                    l, r = ln.pens[i], ln.pens[i + 1]
+                els.append(Element(f"space:{k}.{i}", "space", [l, ln.top, r, ln.bottom]))
+
     def elements(self) -> None:
+        """The page's elements, per line: the line, its words, characters (``char`` for letters and
+        digits, else ``punctuation``), carets and spaces; then the paragraphs.
+
+        Raises:
+            SuiteError: a paragraph without a line.
+        """
         page = self.page
         els = page.elements
         for ln in page.lines:
@@ -371,21 +431,8 @@ class _Doc:
                     continue
                 cat = "char" if unicodedata.category(c.ch)[0] in "LN" else "punctuation"
                 els.append(Element(f"char:{k}.{i}", cat, c.box, c.ch))
-            n = len(ln.text)
-            for i in range(n + 1):
-                x = ln.pens[i]
-                a = 7 if i == 0 else max(1, min(3, (x - ln.pens[i - 1]) // 2))
-                b = 7 if i == n else max(1, min(3, (ln.pens[i + 1] - x) // 2))
-                els.append(Element(f"caret:{k}.{i}", "caret", [x - a, ln.top, x + b, ln.bottom]))
-            for i, ch in enumerate(ln.text):
-                if ch != " " or not 0 < i < n - 1:
-                    continue
-                before, after = ln.chars[i - 1].box, ln.chars[i + 1].box
-                if before and after:
-                    l, r = before[2], after[0]
-                    if r - l < 2:
-                        l, r = ln.pens[i], ln.pens[i + 1]
-                    els.append(Element(f"space:{k}.{i}", "space", [l, ln.top, r, ln.bottom]))
+            self._caret_elements(ln, els)
+            self._space_elements(ln, els)
         for p, ks in page.paras.items():
             pbox = union_box(page.lines[k].box for k in ks)
             if pbox is None:

@@ -305,6 +305,49 @@ def judge_study(
         lock_file.close()
 
 
+def _misses_to_judge(states: list[_FileState], judge_name: str, role: str,
+                     report: StageReport) -> list[tuple[_FileState, Record]]:
+    """The misses that still need a verdict from ``judge_name`` in ``role``, in file and record order;
+    counts errors, misses and those already judged in ``report``."""
+    todo: list[tuple[_FileState, Record]] = []
+    for st in states:
+        for rec in st.records:
+            if rec.outcome != "miss":
+                report.errors += rec.outcome == "error"
+                continue
+            report.misses += 1
+            if needs_verdict(rec, judge_name, role):
+                todo.append((st, rec))
+            else:
+                report.already += 1
+    return todo
+
+
+class _Tally:
+    """Notes each verdict as it arrives: journals it, counts it in the report, moves the progress bar."""
+
+    def __init__(self, report: StageReport, role: str, bar: Any) -> None:
+        self.report, self.role, self.bar = report, role, bar
+
+    def note(self, st: _FileState, rec: Record, j: Judgment) -> None:
+        """Journal ``j`` for ``rec`` and count its status and label; a pending one is a problem line."""
+        st.log(rec.sample_id, self.role, j)
+        self.report.judged += 1
+        self.report.status[j.status] += 1
+        if j.label:
+            self.report.labels[j.label] += 1
+        if j.status == "pending":
+            self.report.problems.append(f"{st.path}:{rec.sample_id}: {j.detail}")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def skip(self, rec: Record) -> None:
+        """Count a miss the judge gives no verdict on."""
+        self.report.skipped += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+
 def _judge_locked(
     root: Path,
     judge: Any,
@@ -317,43 +360,17 @@ def _judge_locked(
     for path in records_files(root):
         states.append(_load_file(path, judge.name, role, report))
     report.files = len(states)
-    todo: list[tuple[_FileState, Record]] = []
-    for st in states:
-        for rec in st.records:
-            if rec.outcome != "miss":
-                report.errors += rec.outcome == "error"
-                continue
-            report.misses += 1
-            if needs_verdict(rec, judge.name, role):
-                todo.append((st, rec))
-            else:
-                report.already += 1
+    todo = _misses_to_judge(states, judge.name, role, report)
 
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc=f"judge {judge.name}", unit="miss")
-
-    def note(st: _FileState, rec: Record, j: Judgment) -> None:
-        st.log(rec.sample_id, role, j)
-        report.judged += 1
-        report.status[j.status] += 1
-        if j.label:
-            report.labels[j.label] += 1
-        if j.status == "pending":
-            report.problems.append(f"{st.path}:{rec.sample_id}: {j.detail}")
-        if bar is not None:
-            bar.update(1)
-
-    def skip(rec: Record) -> None:
-        report.skipped += 1
-        if bar is not None:
-            bar.update(1)
-
+    tally = _Tally(report, role, bar)
     try:
         if todo:
-            asyncio.run(_run(judge, todo, paths, note, role, skip))
+            asyncio.run(_run(judge, todo, paths, tally.note, role, tally.skip))
     finally:
         if bar is not None:
             bar.close()

@@ -393,10 +393,13 @@ class _Run:
             self.write(line)
 
     async def answer(self, req: Any, t0: float) -> dict[str, Any]:
-        from pointfail.running.served.client import chat_once, messages
-        from pointfail.running.served.options import response_format
-        from pointfail.running.served.transport import describe, is_retryable, retrying
+        """One request's response line (started at ``t0``): the image sent as the plan says, the chat
+        call retried on transient failures; an input or server error is the sample's error line.
 
+        Raises:
+            ServerDown: the server stopped answering (this request stays pending).
+            ServerCheckFailed: the frame observation found the server unusable.
+        """
         opts = self.opts
         info = ServedInfo(response_format=None, preset=opts.preset, system_prompt=bool(opts.system_prompt), requests=0)
 
@@ -411,6 +414,25 @@ class _Run:
             png, plan = await self.images.get(req.image)
         except ValueError as e:
             return error(str(e))
+        mis = await self._input_size(plan, info)
+        create = self._create_args(req, png, info)
+        del png
+        reply = await self._chat(create, info)
+        if isinstance(reply, str):
+            return error(f"server: {reply}")
+        info.model = reply.model
+        info.flags = list(reply.flags)
+        info.finish_reason = reply.finish_reason
+        info.refusal = reply.refusal
+        self.summary.answered += 1
+        if reply.filtered:
+            self.summary.refused += 1
+        return _line(req.sample_id, reply.text, mis, time.perf_counter() - t0, None, info,
+                     reply.prompt_tokens, reply.output_tokens)
+
+    async def _input_size(self, plan: Any, info: ServedInfo) -> Any:
+        """The model input size to record, and the sizes sent and received in ``info``: the plan's,
+        replaced by what the server was observed to receive when that differs."""
         info.sent_size = list(plan.send_size)
         info.received_size = list(plan.received_size) if plan.received_size else None
         info.input_size_source = plan.source
@@ -425,6 +447,15 @@ class _Run:
                 info.input_size_source = "server_observed"
                 info.input_size_note = seen.note
                 mis = seen.size
+        return mis
+
+    def _create_args(self, req: Any, png: bytes, info: ServedInfo) -> dict[str, Any]:
+        """The chat-completion arguments for ``req``: the prompt less a system prompt it embeds, the
+        token limit, temperature, seed and (structured output) the family's response format."""
+        from pointfail.running.served.client import messages
+        from pointfail.running.served.options import response_format
+
+        opts = self.opts
         text = req.prompt
         system = opts.system_prompt
         if system and text.startswith(system):  # a family prompt that embeds the system prompt
@@ -437,7 +468,19 @@ class _Run:
         if opts.structured:
             create["response_format"] = response_format(self.family.name, req.task)
             info.response_format = "json_schema:" + create["response_format"]["json_schema"]["name"]
-        del png
+        return create
+
+    async def _chat(self, create: dict[str, Any], info: ServedInfo) -> Any:
+        """The server's reply to ``create``, retried on transient failures (counted in ``info`` and the
+        summary); a final non-transient failure is returned as its description (a string).
+
+        Raises:
+            ServerDown: the server is down (already, or marked so by a last transient failure).
+        """
+        from pointfail.running.served.client import chat_once
+        from pointfail.running.served.transport import describe, is_retryable, retrying
+
+        opts = self.opts
         try:
             async for attempt in retrying(is_retryable, retries=opts.retries,
                                           backoff_initial=opts.backoff_initial, backoff_max=opts.backoff_max,
@@ -461,16 +504,8 @@ class _Run:
             if is_retryable(e):
                 self.mark_down(reason, info.requests)
                 raise ServerDown(self.down) from None
-            return error(f"server: {reason}")
-        info.model = reply.model
-        info.flags = list(reply.flags)
-        info.finish_reason = reply.finish_reason
-        info.refusal = reply.refusal
-        self.summary.answered += 1
-        if reply.filtered:
-            self.summary.refused += 1
-        return _line(req.sample_id, reply.text, mis, time.perf_counter() - t0, None, info,
-                     reply.prompt_tokens, reply.output_tokens)
+            return reason
+        return reply
 
 
 def _line(sample_id: str, text: Optional[str], mis: Optional[tuple[int, int]], seconds: float, error: Optional[str],
@@ -550,11 +585,46 @@ def _read_fingerprint(path: Path) -> Optional[str]:
     return fp if isinstance(fp, str) else None
 
 
+async def _checked_server(client: Any, model: "ServerModel", reqs: list[Any]) -> dict[str, Any]:
+    """What :func:`preflight` learns of ``model``'s server; raises :class:`ServerCheckFailed` (nothing
+    sent, every request pending) when the check fails."""
+    try:
+        return await preflight(client, str(model.base_url), str(model.model),
+                               timeout_s=min(10.0, model.options.timeout_s))
+    except ServerCheckFailed as e:
+        raise ServerCheckFailed(f"{e}; nothing was sent", [r.sample_id for r in reqs]) from None
+
+
+def _fingerprint_changed(state: Path, fp: str, responses: str | Path) -> bool:
+    """Whether the state file holds a fingerprint other than ``fp`` (the model entry or the server
+    changed since ``responses`` was written: its error responses are asked again, with a warning)."""
+    before = _read_fingerprint(state)
+    changed = before is not None and before != fp
+    if changed:
+        log.warning("the model entry or the server changed since %s was written: its error responses are "
+                    "asked again", responses)
+    return changed
+
+
+def _open_writer(responses: str | Path, reqs: list[Any], drop_errors: bool) -> tuple[Any, int]:
+    """The entered :class:`~pointfail.running.jobs.ResponseWriter` of ``responses`` and how many error
+    responses of ``reqs`` were dropped first (only when ``drop_errors``); raises
+    :class:`~pointfail.running.worker.WorkerError` when the file cannot be held."""
+    from pointfail.running.jobs import JobBusy, JobFileError, ResponseWriter
+    from pointfail.running.worker import WorkerError
+
+    try:
+        retried = drop_error_responses(responses, {r.sample_id for r in reqs}) if drop_errors else 0
+        return ResponseWriter(responses).__enter__(), retried
+    except (JobFileError, JobBusy) as e:
+        raise WorkerError(str(e)) from None
+
+
 async def arun_served(model: "ServerModel", requests: str | Path, responses: str | Path, *,
                       progress: bool = False, default_max_new_tokens: int = 128,
                       retry_errors: bool = False, check: bool = True) -> ServedSummary:
     """Async form of :func:`run_served` (same arguments, result and errors)."""
-    from pointfail.running.jobs import JobBusy, JobFileError, ResponseWriter
+    from pointfail.running.jobs import JobFileError
     from pointfail.running.served.client import api_key, async_client
     from pointfail.running.worker import WorkerError, read_requests
 
@@ -577,25 +647,11 @@ async def arun_served(model: "ServerModel", requests: str | Path, responses: str
     client = async_client(base_url, api_key(model.api_key_env), timeout_s=opts.timeout_s,
                           concurrency=opts.concurrency, max_body_bytes=opts.max_body_bytes)
     try:
-        server: dict[str, Any] = {}
-        if check:
-            try:
-                server = await preflight(client, base_url, str(model.model), timeout_s=min(10.0, opts.timeout_s))
-            except ServerCheckFailed as e:
-                raise ServerCheckFailed(f"{e}; nothing was sent", [r.sample_id for r in reqs]) from None
+        server = await _checked_server(client, model, reqs) if check else {}
         state = state_path(responses)
         fp = fingerprint(model, server)
-        before = _read_fingerprint(state)
-        changed = before is not None and before != fp
-        if changed:
-            log.warning("the model entry or the server changed since %s was written: its error responses are "
-                        "asked again", responses)
-        try:
-            retried = (drop_error_responses(responses, {r.sample_id for r in reqs}) if (retry_errors or changed)
-                       else 0)
-            writer = ResponseWriter(responses).__enter__()
-        except (JobFileError, JobBusy) as e:
-            raise WorkerError(str(e)) from None
+        changed = _fingerprint_changed(state, fp, responses)
+        writer, retried = _open_writer(responses, reqs, retry_errors or changed)
         try:
             if writer.log.cut_tail:
                 log.warning("responses file %s: removed a final line cut short (%d bytes)", responses,

@@ -60,6 +60,30 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
         words = read_words(image, langs=first)
     cache["words"] = words
     unq = unquoted(instruction)
+    grid_answer = _grid_answer(image, instruction, unq, words, cache, first, task)
+    if grid_answer is not None:
+        return grid_answer
+    if not quoted(instruction):
+        instruction = _quote_value(instruction)
+    tt = text_target(instruction, words, image)
+    if tt is None and quoted(instruction) and image is not None and langs != first:
+        more = cache.get("words_all")
+        if more is None:
+            more = cache["words_all"] = read_words(image, langs=langs)
+        tt = text_target(instruction, more, image)
+    if tt is not None:
+        return _text_answer(tt, unq, words, task)
+    if quoted(instruction):
+        if may_decline:  # the prompt says how to decline: the json_pixels convention's null location
+            return OcrAnswer(None, None, "not_found", json.dumps({"bbox" if task == "box" else "point": None}))
+        return OcrAnswer(None, None, "not_found", "ocr baseline: quoted text not found in the screenshot")
+    return OcrAnswer(None, None, "unreadable", "ocr baseline: no rule reads this instruction")
+
+
+def _grid_answer(image: Any, instruction: str, unq: str, words: list[Word], cache: dict[str, Any], first: str,
+                 task: str) -> Optional[OcrAnswer]:
+    """The spreadsheet rules (a cell, header or resize handle) and the colour-fill rule, on the grid
+    read once per image (kept in ``cache["grid"]``); ``None`` when neither applies."""
     grid = None
     if image is not None and (SHEET_HINT.search(unq) or re.search(COLOR_WORDS, unq.lower())):
         if "grid" not in cache:
@@ -74,30 +98,28 @@ def point_to(image: Any, instruction: str, task: str = "point", words: Optional[
         cp = color_point(image, instruction, grid)
         if cp is not None:
             return _answer(cp[:2], None, cp[2], task)
-    if not quoted(instruction):  # an unquoted value: "the cell containing 2428"
-        m = re.search(r"\b(?:containing|contains|that says|showing|shows|displays|displaying|reads|with (?:the )?"
-                      r"(?:value|text))\s+([^\s,;]+?)(?=[\s,;]|[.](?:\s|$)|$)", instruction)
-        if m:
-            instruction = f'{instruction[:m.start(1)]}"{m.group(1)}"{instruction[m.end(1):]}'
-    tt = text_target(instruction, words, image)
-    if tt is None and quoted(instruction) and image is not None and langs != first:
-        more = cache.get("words_all")
-        if more is None:
-            more = cache["words_all"] = read_words(image, langs=langs)
-        tt = text_target(instruction, more, image)
-    if tt is not None:
-        box, pt, rule = tt
-        if task == "box" and rule in ("line_box", "paragraph_box"):
-            box = pad_box(box, rule, words, 0.22)
-        elif task == "box" and rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b",
-                                                                      unq.lower()):
-            box = pad_box(box, rule, words, 0.3)
-        return _answer(pt, box, rule, task)
-    if quoted(instruction):
-        if may_decline:  # the prompt says how to decline: the json_pixels convention's null location
-            return OcrAnswer(None, None, "not_found", json.dumps({"bbox" if task == "box" else "point": None}))
-        return OcrAnswer(None, None, "not_found", "ocr baseline: quoted text not found in the screenshot")
-    return OcrAnswer(None, None, "unreadable", "ocr baseline: no rule reads this instruction")
+    return None
+
+
+def _quote_value(instruction: str) -> str:
+    """An unquoted value ("the cell containing 2428") put in quotes, so the text rules look for it."""
+    m = re.search(r"\b(?:containing|contains|that says|showing|shows|displays|displaying|reads|with (?:the )?"
+                  r"(?:value|text))\s+([^\s,;]+?)(?=[\s,;]|[.](?:\s|$)|$)", instruction)
+    if m:
+        return f'{instruction[:m.start(1)]}"{m.group(1)}"{instruction[m.end(1):]}'
+    return instruction
+
+
+def _text_answer(tt: tuple[Any, Any, str], unq: str, words: list[Word], task: str) -> OcrAnswer:
+    """The answer for a text rule's ``(box, point, rule)``; for box tasks, line and paragraph boxes are
+    padded by 0.22 and heading, link, button, code and paragraph phrase boxes by 0.3 (:func:`pad_box`)."""
+    box, pt, rule = tt
+    if task == "box" and rule in ("line_box", "paragraph_box"):
+        box = pad_box(box, rule, words, 0.22)
+    elif task == "box" and rule == "phrase_center" and re.search(r"\b(heading|title|link|button|code|paragraph)\b",
+                                                                  unq.lower()):
+        box = pad_box(box, rule, words, 0.3)
+    return _answer(pt, box, rule, task)
 
 
 def _answer(pt, box, rule: str, task: str) -> OcrAnswer:

@@ -127,6 +127,67 @@ _LETTERISH = {"c": "C", "o": "O", "s": "S", "v": "V", "w": "W", "x": "X", "z": "
               "'": "I", "1": "I", "!": "I", "]": "I", "[": "I"}
 
 
+def _row_numbers(ws: list[Word], v0: float, hlines: list[float]) -> list[tuple[int, int]]:
+    """``(number, line interval)`` of the words left of ``v0`` (the first vertical line) reading as a
+    row number (1-4 digits, stray punctuation stripped)."""
+    out = []
+    for w in ws:
+        t = w.text.strip(".,;:|()[]'")
+        if re.fullmatch(r"\d{1,4}", t) and w.cx < v0:
+            k = _interval(hlines, w.cy)
+            if k is not None:
+                out.append((int(t), k))
+    return out
+
+
+def _header_bands(ws: list[Word], v0: float, hlines: list[float], vlines: list[float], H: float
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Per horizontal line interval, ``(column index, vertical interval)`` of the words right of
+    ``v0`` reading as column letters (1-2 capitals, look-alike glyphs mapped by ``_LETTERISH``)."""
+    bands: dict[int, list[tuple[int, int]]] = {}
+    for w in ws:
+        t = _LETTERISH.get(w.text, w.text)
+        if not re.fullmatch(r"[A-Z]{1,2}", t) or w.cx < v0:
+            continue
+        kh, kv = _interval(hlines + [float(H)], w.cy), _interval(vlines, w.cx)
+        if kh is None or kv is None:
+            continue
+        bands.setdefault(kh, []).append((col_index(t), kv))
+    return bands
+
+
+def _band_score(band: list[tuple[int, int]]) -> tuple[int, int]:
+    """(agreeing votes, single letters) of a header band: toolbar glyphs read as "BE" or "RE" do not agree."""
+    offs = [v - i for v, i in band]
+    return max(offs.count(o) for o in offs), sum(1 for v, _ in band if v < 26)
+
+
+def _reread_header_band(image: Any, grid: SheetGrid, pairs: list[tuple[int, int]],
+                        bands: dict[int, list[tuple[int, int]]], band: Optional[int], langs: str) -> Optional[int]:
+    """The header band when the page reading found too few column letters: the line interval just
+    above the first numbered row, re-read with :func:`read_strip` (single-digit row numbers are often
+    missing from the page reading: the number strip is re-read first, updating ``pairs`` and
+    ``grid.row_off``); letters found are added to ``bands``. Returns the band (``band`` unchanged when
+    the strip holds none)."""
+    hlines, v0 = grid.hlines, grid.vlines[0]
+    W, H = image.width, image.height
+    if len(pairs) < 12 or min(k for _, k in pairs) > 2:
+        pairs += _row_numbers(read_strip(image, (0, 0, v0, H), langs), v0, hlines)
+        grid.row_off = _vote(pairs)
+    if grid.row_off is not None and pairs:
+        top = min(k for v, k in pairs if v - k == grid.row_off)
+        ks = [top - 1] if top >= 1 else []
+    else:
+        ks = []
+    for k in ks:
+        strip = read_strip(image, (v0, hlines[k] - 2, W, hlines[k + 1] + 2), langs)
+        more = _header_bands(strip, v0, hlines, grid.vlines, H)
+        if more.get(k):
+            bands[k] = bands.get(k, []) + more[k]
+            band = k
+    return band
+
+
 def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[SheetGrid]:
     """Read a spreadsheet's grid: lines from pixels (:func:`line_positions`), the row-number column
     (left of the first vertical line) and the column-header band (the line interval whose letter-like
@@ -145,58 +206,14 @@ def find_sheet(image: Any, words: list[Word], langs: str = "eng") -> Optional[Sh
         hlines.insert(0, 0.0)
     grid = SheetGrid(vlines=vlines, hlines=hlines, rowhead=(0.0, vlines[0]))
     v0 = vlines[0]
-
-    def rows_from(ws: list[Word]) -> list[tuple[int, int]]:
-        out = []
-        for w in ws:
-            t = w.text.strip(".,;:|()[]'")
-            if re.fullmatch(r"\d{1,4}", t) and w.cx < v0:
-                k = _interval(hlines, w.cy)
-                if k is not None:
-                    out.append((int(t), k))
-        return out
-
-    pairs = rows_from(words)
+    pairs = _row_numbers(words, v0, hlines)
     if len(pairs) < 3:
-        pairs += rows_from(read_strip(image, (0, 0, v0, H), langs))
+        pairs += _row_numbers(read_strip(image, (0, 0, v0, H), langs), v0, hlines)
     grid.row_off = _vote(pairs)
-
-    def cols_from(ws: list[Word]) -> dict[int, list[tuple[int, int]]]:
-        bands: dict[int, list[tuple[int, int]]] = {}
-        for w in ws:
-            t = _LETTERISH.get(w.text, w.text)
-            if not re.fullmatch(r"[A-Z]{1,2}", t) or w.cx < v0:
-                continue
-            kh, kv = _interval(hlines + [float(H)], w.cy), _interval(vlines, w.cx)
-            if kh is None or kv is None:
-                continue
-            bands.setdefault(kh, []).append((col_index(t), kv))
-        return bands
-
-    def band_score(k: int) -> tuple[int, int]:
-        """(agreeing votes, single letters): toolbar glyphs read as "BE" or "RE" do not agree."""
-        offs = [v - i for v, i in bands[k]]
-        return max(offs.count(o) for o in offs), sum(1 for v, _ in bands[k] if v < 26)
-
-    bands = cols_from(words)
-    band = max(bands, key=band_score) if bands else None
+    bands = _header_bands(words, v0, hlines, vlines, H)
+    band = max(bands, key=lambda k: _band_score(bands[k])) if bands else None
     if band is None or len(bands[band]) < 2:
-        # the header band: the line interval just above the first numbered row (single-digit row
-        # numbers are often missing from the page reading: read the number strip first)
-        if len(pairs) < 12 or min(k for _, k in pairs) > 2:
-            pairs += rows_from(read_strip(image, (0, 0, v0, H), langs))
-            grid.row_off = _vote(pairs)
-        if grid.row_off is not None and pairs:
-            top = min(k for v, k in pairs if v - k == grid.row_off)
-            ks = [top - 1] if top >= 1 else []
-        else:
-            ks = []
-        for k in ks:
-            strip = read_strip(image, (v0, hlines[k] - 2, W, hlines[k + 1] + 2), langs)
-            more = cols_from(strip)
-            if more.get(k):
-                bands[k] = bands.get(k, []) + more[k]
-                band = k
+        band = _reread_header_band(image, grid, pairs, bands, band, langs)
     if band is not None and bands.get(band):
         grid.col_off = _vote(bands[band])
         grid.head = (hlines[band], hlines[band + 1]) if band + 1 < len(hlines) else (hlines[band], float(H))
@@ -254,13 +271,13 @@ def cell_part(text: str) -> str:
     return "center"
 
 
-def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float, float, str, Optional[tuple]]]:
-    """``(x, y, rule, cell_box)`` for a spreadsheet instruction, pixels, or ``None`` when it is not
-    about cells/headers or the grid lacks what it needs."""
-    text = unquoted(instruction)
-    low = text.lower()
-    head_y = (grid.head[0] + grid.head[1]) / 2 if grid.head else None
-    row_x = (grid.rowhead[0] + grid.rowhead[1]) / 2 if grid.rowhead else None
+SheetPoint = tuple[float, float, str, Optional[tuple]]
+
+
+def _resize_point(text: str, low: str, grid: SheetGrid, head_y: Optional[float], row_x: Optional[float]
+                  ) -> Optional[SheetPoint]:
+    """A column's resize handle (its right border on the header band) or a row's (its bottom border
+    on the row-number column), when the instruction asks to resize, drag or names the border."""
     m = re.search(r"(?:resize|drag|width|widen)[^.]*?\bcolumn\s+([A-Za-z]{1,2})\b|column\s+([A-Za-z]{1,2})'s\s+"
                   r"(?:resize|header|right)|resize\s+(?:grip|handle|line)\s+after\s+the\s+([A-Z]{1,2})\b|"
                   r"(?:right\s+(?:border|edge)|border\s+after)\s+of\s+column\s+([A-Za-z]{1,2})|"
@@ -276,25 +293,35 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
         span = grid.row_span(int(m.group(1)))
         if span:
             return row_x, span[1], "row_resize", None
-    cells = list(_CELL.finditer(text))
-    if cells:
-        mm = cells[-1] if re.search(r"\bfrom\b|\banchor\b|starting", low) and len(cells) > 1 else cells[0]
-        col, row = col_index(mm.group(1)), int(mm.group(2))
-        dc, dr = _offsets(text)
-        if re.search(r"\b(?:1|one)\s+row\s+below\b", low) and dr == 0:
-            dr = 1
-        if re.search(r"\b(?:1|one)\s+row\s+above\b", low) and dr == 0:
-            dr = -1
-        box = grid.cell_box(col + dc, row + dr)
-        if box is None:
-            return None
-        x0, y0, x1, y1 = box
-        part = cell_part(text)
-        pts = {"center": ((x0 + x1) / 2, (y0 + y1) / 2), "top_left": (x0, y0), "top_right": (x1, y0),
-               "bottom_left": (x0, y1), "bottom_right": (x1, y1), "bottom_edge": ((x0 + x1) / 2, y1),
-               "right_edge": (x1, (y0 + y1) / 2)}
-        x, y = pts[part]
-        return x, y, f"cell_{part}", box
+    return None
+
+
+def _cell_point(text: str, low: str, grid: SheetGrid, cells: list[re.Match[str]]) -> Optional[SheetPoint]:
+    """The part of the cell named by a reference in ``cells`` (the last one after "from"/"anchor"/
+    "starting", else the first), moved by the offsets the instruction states; ``None`` when that
+    cell is not visible."""
+    mm = cells[-1] if re.search(r"\bfrom\b|\banchor\b|starting", low) and len(cells) > 1 else cells[0]
+    col, row = col_index(mm.group(1)), int(mm.group(2))
+    dc, dr = _offsets(text)
+    if re.search(r"\b(?:1|one)\s+row\s+below\b", low) and dr == 0:
+        dr = 1
+    if re.search(r"\b(?:1|one)\s+row\s+above\b", low) and dr == 0:
+        dr = -1
+    box = grid.cell_box(col + dc, row + dr)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    part = cell_part(text)
+    pts = {"center": ((x0 + x1) / 2, (y0 + y1) / 2), "top_left": (x0, y0), "top_right": (x1, y0),
+           "bottom_left": (x0, y1), "bottom_right": (x1, y1), "bottom_edge": ((x0 + x1) / 2, y1),
+           "right_edge": (x1, (y0 + y1) / 2)}
+    x, y = pts[part]
+    return x, y, f"cell_{part}", box
+
+
+def _header_point(text: str, low: str, grid: SheetGrid, head_y: Optional[float], row_x: Optional[float]
+                  ) -> Optional[SheetPoint]:
+    """The centre of a named column header (on the header band) or row header (on the row-number column)."""
     m = re.search(r"\bcolumn\s+(?:header\s+)?(?:labeled\s+|labelled\s+)?([A-Za-z]{1,2})\b|\bletter\s+([A-Z]{1,2})\b|"
                   r"\blabel(?:ed|led)?\s+([A-Z]{1,2})\b|\b([A-Z]{1,2})\s+column\b", text)
     if m and head_y is not None:
@@ -308,3 +335,20 @@ def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[tuple[float
         if span:
             return row_x, (span[0] + span[1]) / 2, "row_header", None
     return None
+
+
+def spreadsheet_point(instruction: str, grid: SheetGrid) -> Optional[SheetPoint]:
+    """``(x, y, rule, cell_box)`` for a spreadsheet instruction, pixels, or ``None`` when it is not
+    about cells/headers or the grid lacks what it needs. Tried in order: a resize handle, a cell
+    reference (final: ``None`` when the cell is not visible), a column or row header."""
+    text = unquoted(instruction)
+    low = text.lower()
+    head_y = (grid.head[0] + grid.head[1]) / 2 if grid.head else None
+    row_x = (grid.rowhead[0] + grid.rowhead[1]) / 2 if grid.rowhead else None
+    resize = _resize_point(text, low, grid, head_y, row_x)
+    if resize is not None:
+        return resize
+    cells = list(_CELL.finditer(text))
+    if cells:
+        return _cell_point(text, low, grid, cells)
+    return _header_point(text, low, grid, head_y, row_x)
