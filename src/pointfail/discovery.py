@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Iterable, TypeVar
+import sys
+from typing import Callable, Generic, Iterable, Optional, TypeVar
 
-__all__ = ["discover"]
+__all__ = ["Registry", "discover"]
 
 T = TypeVar("T")
 
@@ -38,3 +39,29 @@ def discover(package: str, path: Iterable[str], attr: str, cls: type[T], *, uniq
                     raise RuntimeError(f"two {attr.lower()} declarations are named {name!r} in {package}")
                 found[name] = one
     return found
+
+
+class Registry(Generic[T]):
+    """A registry package's declarations, discovered on first use (:func:`discover` over the package's
+    ``__path__`` as it is then, so a test that extends ``__path__`` and calls :meth:`refresh` sees its
+    throwaway module) and kept until :meth:`refresh`. ``loaded`` is called once with each new
+    discovery (the benchmarks hand their rules to :mod:`pointfail.official` so)."""
+
+    def __init__(self, package: str, attr: str, cls: type[T], *, unique: bool = False,
+                 loaded: Optional[Callable[[dict[str, T]], None]] = None) -> None:
+        self.package, self.attr, self.cls, self.unique, self.loaded = package, attr, cls, unique, loaded
+        self._found: Optional[dict[str, T]] = None
+
+    def get(self) -> dict[str, T]:
+        """Every declaration by name (:func:`discover`; raises what it raises)."""
+        if self._found is None:
+            found = discover(self.package, sys.modules[self.package].__path__, self.attr, self.cls,
+                             unique=self.unique)
+            if self.loaded is not None:
+                self.loaded(found)
+            self._found = found
+        return self._found
+
+    def refresh(self) -> None:
+        """Forget what was discovered: the next :meth:`get` scans the package again."""
+        self._found = None

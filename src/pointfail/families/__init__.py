@@ -63,6 +63,7 @@ from pointfail.families._text import (
     strip_fences,
     strip_reasoning,
 )
+from pointfail.discovery import Registry
 from pointfail.frames import Frame, FrameError, check_size
 from pointfail.geometry.shapes import box_center
 from pointfail.limits import MAX_ITEMS, MAX_REPLY_CHARS
@@ -430,23 +431,18 @@ class Family:
 # registry
 # ---------------------------------------------------------------------------------------------------
 
-_REGISTRY: Optional[dict[str, Family]] = None
+_REGISTRY: Registry[Family] = Registry(__name__, "FAMILY", Family)
 
 
 def _load() -> dict[str, Family]:
-    global _REGISTRY
-    if _REGISTRY is None:
-        from pointfail.discovery import discover
-
-        _REGISTRY = discover(__name__, __path__, "FAMILY", Family)
-    return _REGISTRY
+    return _REGISTRY.get()
 
 
 def refresh() -> None:
     """Forget the discovered families, so the next lookup scans ``families.__path__`` again (after a
     family file was added while the process runs: the throwaway-family test)."""
-    global _REGISTRY, _ALIASES
-    _REGISTRY = None
+    global _ALIASES
+    _REGISTRY.refresh()
     _ALIASES = None
 
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from pointfail.discovery import Registry
+
 from ..plan import PlanError
 
 if TYPE_CHECKING:
@@ -232,7 +234,7 @@ class Executor:
     submit_command: Callable[[Path, Any, dict], int]
 
 
-_EXECUTORS: Optional[dict[str, Executor]] = None
+_EXECUTORS: Registry[Executor] = Registry(__name__, "EXECUTOR", Executor, unique=True)
 
 
 def executors() -> dict[str, Executor]:
@@ -242,15 +244,9 @@ def executors() -> dict[str, Executor]:
     Raises:
         RuntimeError: two modules declare the same name.
     """
-    global _EXECUTORS
-    if _EXECUTORS is None:
-        from pointfail.discovery import discover
-
-        _EXECUTORS = discover(__name__, __path__, "EXECUTOR", Executor, unique=True)
-    return _EXECUTORS
+    return _EXECUTORS.get()
 
 
 def refresh() -> None:
     """Forget the discovered executors, so the next lookup scans this package's ``__path__`` again."""
-    global _EXECUTORS
-    _EXECUTORS = None
+    _EXECUTORS.refresh()

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional
 
+from pointfail.discovery import Registry
 from pointfail.records import Sample
 
 from ._common import BenchmarkError
@@ -45,7 +46,14 @@ from ._spec import Benchmark, Loader, StandIn
 __all__ = ["BENCHMARKS", "AXES", "Benchmark", "BenchmarkError", "Loader", "StandIn", "benchmarks", "load",
            "refresh", "require_images", "rule_of"]
 
-_REGISTRY: Optional[dict[str, Benchmark]] = None
+_REGISTRY: Registry[Benchmark] = Registry(__name__, "BENCHMARK", Benchmark, unique=True,
+                                          loaded=lambda _found: _use_rules())
+
+
+def _use_rules() -> None:
+    from pointfail.official import use_benchmark_rules
+
+    use_benchmark_rules(rule_of)
 
 
 def benchmarks() -> dict[str, Benchmark]:
@@ -55,21 +63,13 @@ def benchmarks() -> dict[str, Benchmark]:
     Raises:
         RuntimeError: two modules declare the same benchmark name.
     """
-    global _REGISTRY
-    if _REGISTRY is None:
-        from pointfail.discovery import discover
-        from pointfail.official import use_benchmark_rules
-
-        _REGISTRY = discover(__name__, __path__, "BENCHMARK", Benchmark, unique=True)
-        use_benchmark_rules(rule_of)
-    return _REGISTRY
+    return _REGISTRY.get()
 
 
 def refresh() -> None:
     """Forget the discovered benchmarks, so the next lookup scans this package's ``__path__`` again
     (after a benchmark file was added while the process runs: the throwaway-benchmark test)."""
-    global _REGISTRY
-    _REGISTRY = None
+    _REGISTRY.refresh()
 
 
 def rule_of(name: str) -> Optional[str]:

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Optional
 
+from pointfail.discovery import Registry
+
 __all__ = ["JudgeKind", "JudgeSetupError", "get_kind", "kind_names", "list_kinds", "make_judges", "refresh"]
 
 
@@ -79,22 +81,16 @@ class JudgeKind:
         raise NotImplementedError
 
 
-_REGISTRY: Optional[dict[str, JudgeKind]] = None
+_REGISTRY: Registry[JudgeKind] = Registry(__name__, "KIND", JudgeKind, unique=True)
 
 
 def _load() -> dict[str, JudgeKind]:
-    global _REGISTRY
-    if _REGISTRY is None:
-        from pointfail.discovery import discover
-
-        _REGISTRY = discover(__name__, __path__, "KIND", JudgeKind, unique=True)
-    return _REGISTRY
+    return _REGISTRY.get()
 
 
 def refresh() -> None:
     """Forget the discovered kinds, so the next lookup scans ``kinds.__path__`` again."""
-    global _REGISTRY
-    _REGISTRY = None
+    _REGISTRY.refresh()
 
 
 def get_kind(name: str) -> JudgeKind:
