@@ -17,41 +17,42 @@ reply; :func:`compliance_counts` sums it over a model's records on a benchmark:
 
 Box tasks are left out (their score is the box rule, not a point lookup), and so are absent
 referents (no reading can hit them); the table's notes say so.
+
+The readings of each sample are computed once, when its record is made
+(:func:`pointfail.scoring.frame_readings`, stored in ``Record.frame_compliance``); this fold only
+counts them: it parses no reply and reads no mask. A record that should carry readings and does not
+(one built by hand, not by ``build_record``) counts in ``not_computed``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Optional
 
-from pointfail.records import Record
+from pointfail.records import READING_FIELDS, Record
 
 __all__ = ["READINGS", "ComplianceCounts", "compliance_counts"]
 
 
-READINGS: tuple[str, ...] = ("unit", "percent_100", "grid_1000", "pixels_original", "pixels_resized")
-"""The readings reported, in column order (the names of ``scoring.COMPLIANCE_READINGS``)."""
+READINGS: tuple[str, ...] = READING_FIELDS
+"""The readings reported, in column order (the names of ``scoring.COMPLIANCE_READINGS``, the fields
+of :class:`pointfail.records.FrameReadings`)."""
 
 
 class ComplianceCounts:
     """The fold behind :func:`compliance_counts`: add one record at a time, merge cells, read
     :meth:`result` at the end."""
 
-    __slots__ = ("base_dir", "n", "official", "errors", "not_computed", "declared", "hits", "applicable")
+    __slots__ = ("n", "official", "errors", "not_computed", "declared", "hits", "applicable")
 
-    def __init__(self, base_dir: Optional[str | Path] = None) -> None:
-        self.base_dir = base_dir
+    def __init__(self) -> None:
         self.n = self.official = self.errors = self.not_computed = 0
         self.declared: Optional[str] = None
-        self.hits: dict[str, int] = {r: 0 for r in READINGS}
-        self.applicable: dict[str, bool] = {r: False for r in READINGS}
+        self.hits: dict[str, int] = dict.fromkeys(READINGS, 0)
+        self.applicable: dict[str, bool] = dict.fromkeys(READINGS, False)
 
     def add(self, rec: Record) -> None:
-        """Fold one record (box tasks and absent referents are skipped)."""
-        from pointfail.geometry import GeometryError, TargetRegion
-        from pointfail.scoring import frame_compliance
-
+        """Fold one record's stored readings (box tasks and absent referents are skipped)."""
         if rec.task != "point" or rec.target.kind == "absent":
             return
         self.n += 1
@@ -59,20 +60,17 @@ class ComplianceCounts:
             self.errors += 1
             return
         self.official += rec.outcome == "hit"
-        size = (rec.image.width, rec.image.height)
-        try:
-            region = TargetRegion.from_target(rec.target, size, base_dir=self.base_dir)
-            d = frame_compliance(rec.family, rec.response.raw_text or "", size, region, rec.response.model_input_size,
-                                 distances=False)
-        except (GeometryError, OSError, ValueError, KeyError):
+        fc = rec.frame_compliance
+        if fc is None or fc.not_computed is not None:
             self.not_computed += 1
             return
-        self.declared = d["declared_frame"]
-        for r in d["readings"]:
-            if r["declared"] or r["frame"] not in self.hits:
-                continue
-            self.applicable[r["frame"]] = True
-            self.hits[r["frame"]] += bool(r["hit"])
+        self.declared = fc.declared_frame
+        hits, applicable = self.hits, self.applicable
+        for r in READINGS:
+            v = getattr(fc, r)
+            if v is not None:
+                applicable[r] = True
+                hits[r] += v
 
     def merge(self, other: "ComplianceCounts") -> None:
         """Add another cell's counts (pooled rows)."""
@@ -97,19 +95,18 @@ class ComplianceCounts:
         }
 
 
-def compliance_counts(records: Iterable[Record], base_dir: Optional[str | Path] = None) -> dict[str, Any]:
-    """Sum the frame-compliance diagnostic over one model's records on one benchmark.
+def compliance_counts(records: Iterable[Record]) -> dict[str, Any]:
+    """Sum the frame-compliance diagnostic over one model's records on one benchmark, from the
+    readings each record stores (``Record.frame_compliance``).
 
     Args:
         records: the records of one (model, benchmark) cell.
-        base_dir: directory a relative mask path is resolved against (masks must be readable to
-            re-score; a sample whose target cannot be built is counted in ``not_computed``).
 
     Returns:
         ``{"n", "official", "errors", "not_computed", "declared_frame", "readings": {name: hits | None}}``
         with integer counts (:meth:`ComplianceCounts.result`).
     """
-    acc = ComplianceCounts(base_dir)
+    acc = ComplianceCounts()
     for rec in records:
         acc.add(rec)
     return acc.result()

@@ -5,7 +5,8 @@ every record covered by ``SHA256SUMS`` (issue 12, "Integrity you can verify"; ``
 Two things, both run by ``pointfail verify`` in its one scan of the records
 (:data:`pointfail.aggregate.verify.CHECKS` names :class:`IntegrityCheck`):
 
-**Re-derivation.** For each record, the parse, outcome, error, geometry and official score are
+**Re-derivation.** For each record, the parse, outcome, error, geometry, official score and
+frame-compliance readings (``Record.frame_compliance``) are
 computed again from what the record says was asked and answered — ``response.raw_text`` (or
 ``response.error``), the family, the image size, the model-input size, the task and the target —
 with the same function that made them (:func:`pointfail.scoring.build_record`), and compared with
@@ -19,6 +20,12 @@ the file, the line and the sample, and the first field that differs. Besides:
   be the one recorded;
 * a ``mask`` target whose file is not on disk cannot be scored again: its parse is still checked,
   its outcome and geometry are counted as not re-derived (the count is reported, never a failure).
+
+**Upgrade.** :func:`upgrade_study` rewrites a study's schema-version-1 records (made before the
+frame-compliance readings were stored) as version 2, each record's readings computed from its raw
+reply and target by :func:`pointfail.scoring.frame_readings`, every other byte of the record kept
+(``pointfail upgrade-records``; the reader refuses version-1 records with one line naming it, so old
+records never silently give a different table).
 
 **Digests.** ``tables/records.sha256`` lists, for every record, the sha256 of its line as stored in
 its records file (:func:`line_digest`: the bytes up to and including the ``\n``), by file and sample
@@ -47,8 +54,8 @@ from typing import Any, Optional, Union
 
 from pointfail.records import Record
 
-__all__ = ["DIGESTS_NAME", "FileFinder", "IntegrityCheck", "RecordDigests", "line_digest", "parse_digests", "record_digest",
-           "rederive"]
+__all__ = ["DIGESTS_NAME", "FileFinder", "IntegrityCheck", "RecordDigests", "UpgradeError", "line_digest",
+           "parse_digests", "record_digest", "rederive", "upgrade_study"]
 
 DIGESTS_NAME = "records.sha256"
 """The file of per-record digests in a study's ``tables/``."""
@@ -246,16 +253,11 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
         image = finder.find(record.image.path)
         if image is not None and finder.sha256(image) != record.image.sha256:
             problems.append(f"image.sha256: stored {record.image.sha256[:16]}..., the file {image} hashes otherwise")
-    scored = True
-    if target.kind == "mask":
-        mask = finder.find(target.mask_path)
-        if mask is None:
-            scored = False
-        else:
-            target = target.model_copy(update={"mask_path": str(mask)})
-            if record.target.sha256 is not None and finder.sha256(mask) != record.target.sha256:
-                problems.append(f"target.sha256: stored {record.target.sha256[:16]}..., the mask {mask} hashes "
-                                "otherwise")
+    target, scored = _found_target(record, finder)
+    if scored and target is not record.target and record.target.sha256 is not None \
+            and finder.sha256(Path(str(target.mask_path))) != record.target.sha256:
+        problems.append(f"target.sha256: stored {record.target.sha256[:16]}..., the mask {target.mask_path} hashes "
+                        "otherwise")
     sample = Sample(sample_id=record.sample_id, benchmark=record.benchmark, image=record.image,
                     instruction=record.prompt.original, task=record.task, target=target, metadata=record.metadata)
     try:
@@ -263,7 +265,8 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
                                prompt=record.prompt, response=record.response, provenance=record.provenance)
     except KeyError as e:
         return [*problems, f"family: {e}"], False
-    fields: tuple[str, ...] = ("parse", "outcome", "error", "geometry", "official") if scored else ("parse",)
+    fields: tuple[str, ...] = (("parse", "outcome", "error", "geometry", "official", "frame_compliance") if scored
+                               else ("parse",))
     if not scored and record.response.error:
         fields = ("parse", "outcome", "error")
     for f in fields:
@@ -275,6 +278,18 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
             problems.append(d)
             break
     return problems, scored
+
+
+def _found_target(record: Record, finder: FileFinder) -> tuple[Any, bool]:
+    """``(target, found)``: the record's target with a mask path replaced by the file found on disk
+    (:meth:`FileFinder.find`), and whether it can be scored (``False`` for a mask not on disk)."""
+    target = record.target
+    if target.kind != "mask":
+        return target, True
+    mask = finder.find(target.mask_path)
+    if mask is None:
+        return target, False
+    return target.model_copy(update={"mask_path": str(mask)}), True
 
 
 def _json_of(v: Any) -> Any:
@@ -340,3 +355,85 @@ class IntegrityCheck:
                 out.append(f"{self.study_dir / f} sample {sid!r}: in the committed {DIGESTS_NAME} but no record has it "
                            "(a record removed)")
         return out
+
+
+# ------------------------------------------------------------------------------------ upgrade
+
+
+class UpgradeError(ValueError):
+    """A study whose version-1 records cannot be upgraded here (a mask file the readings need is not
+    on this machine, a line that is no record of either version); nothing was written."""
+
+
+def _upgraded_line(obj: dict, path: Path, line: int, finder: FileFinder) -> bytes:
+    """One version-1 record (its parsed JSON) as the canonical line of its version-2 record."""
+    from pydantic import ValidationError
+
+    from pointfail.families import get_family
+    from pointfail.geometry import GeometryError, TargetRegion
+    from pointfail.records import SCHEMA_VERSION, FrameReadings, RecordError, _schema_reason
+    from pointfail.scoring import frame_readings
+
+    try:
+        rec = Record.model_validate({**obj, "schema_version": SCHEMA_VERSION})
+    except ValidationError as e:
+        raise RecordError(path, line, _schema_reason(e, b"")) from None
+    if rec.task == "point" and rec.target.kind != "absent" and rec.outcome != "error":
+        target, found = _found_target(rec, finder)
+        if not found:
+            raise UpgradeError(f"{path}:{line} sample {rec.sample_id!r}: its mask {rec.target.mask_path} is not on this "
+                               "machine; bring the study's data (paths as the records give them, from the working "
+                               "directory or the checkout) and upgrade again")
+        size = (rec.image.width, rec.image.height)
+        try:
+            region = TargetRegion.from_target(target, size)
+        except (GeometryError, OSError) as e:  # as the aggregate counted it before: not computed
+            rec.frame_compliance = FrameReadings(declared_frame=get_family(rec.family).frame.name, not_computed=str(e))
+        else:
+            rec.frame_compliance = frame_readings(rec.family, rec.response.raw_text or "", size, region,
+                                                  rec.response.model_input_size)
+    return rec.to_json().encode("utf-8")
+
+
+def upgrade_study(study_dir: Union[str, Path]) -> dict[Path, int]:
+    """Rewrite a study's schema-version-1 records as version 2 (see the module docstring): each
+    record's frame-compliance readings computed from its raw reply and target, every other field kept,
+    the lines in their order; version-2 lines are kept byte for byte. Every file is upgraded in memory
+    first and written only when all are (atomically, :func:`pointfail.safeio.atomic_write_bytes`).
+    Mask paths are looked up from the working directory, then the checkout, as ``verify`` does.
+
+    Returns:
+        ``{records file: records upgraded}`` for each file that held version-1 records.
+
+    Raises:
+        UpgradeError: a mask the readings need is not on disk (nothing written).
+        RecordError: a line that is not valid JSON or not a record of either version.
+    """
+    from pointfail.records import RecordError, records_files
+    from pointfail.safeio import atomic_write_bytes
+
+    d = Path(study_dir)
+    finder = FileFinder([Path.cwd(), d.resolve().parent.parent])
+    out: dict[Path, tuple[bytes, int]] = {}
+    for path in records_files(d):
+        lines, n = [], 0
+        for i, raw in enumerate(path.read_bytes().splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError as e:
+                raise RecordError(path, i, f"not valid JSON: {e}") from None
+            version = obj.get("schema_version") if isinstance(obj, dict) else None
+            if version == 1:
+                lines.append(_upgraded_line(obj, path, i, finder))
+                n += 1
+            elif version == 2:
+                lines.append(raw + b"\n")
+            else:
+                raise RecordError(path, i, "not a record of schema version 1 or 2")
+        if n:
+            out[path] = (b"".join(lines), n)
+    for path, (data, _) in out.items():
+        atomic_write_bytes(path, data)
+    return {p: n for p, (_, n) in out.items()}

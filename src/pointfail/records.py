@@ -36,8 +36,11 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
-SCHEMA_VERSION: Literal[1] = 1
-"""Integer version of the record schema; bumped on any incompatible change."""
+SCHEMA_VERSION: Literal[2] = 2
+"""Integer version of the record schema; bumped on any incompatible change. Version 2 added
+``Record.frame_compliance`` (the frame-compliance readings, computed when the record is made);
+version-1 records are refused by the reader with one line naming ``pointfail upgrade-records``,
+which re-derives the readings from each record's raw reply and target (:mod:`pointfail.integrity`)."""
 
 Outcome = Literal["hit", "miss", "no_prediction", "error"]
 """One per sample. ``error`` is an infrastructure error (the worker could not run the sample: bad
@@ -344,6 +347,33 @@ class Judgment(_Model):
     detail: Optional[str] = None
 
 
+class FrameReadings(_Model):
+    """The frame-compliance readings of one point-task sample with a present referent, computed when
+    the record is made (:func:`pointfail.scoring.frame_readings`, from
+    :func:`pointfail.scoring.frame_compliance`) so the diagnostic table never parses a reply again.
+
+    declared_frame: the family's declared coordinate frame (its name).
+    unit, percent_100, grid_1000, pixels_original, pixels_resized: one per reading of
+        ``scoring.COMPLIANCE_READINGS``: ``True`` when the primary point, re-read that way, is in the
+        target; ``False`` when it is not, or when the reply holds no point, or the reading cannot
+        convert it; ``None`` when the reading does not apply (it is the declared frame, the frame is a
+        token vocabulary, or ``pixels_resized`` without a model-input size).
+    not_computed: why the readings could not be computed (every reading ``None``), else ``None``.
+    """
+
+    declared_frame: str
+    unit: Optional[bool] = None
+    percent_100: Optional[bool] = None
+    grid_1000: Optional[bool] = None
+    pixels_original: Optional[bool] = None
+    pixels_resized: Optional[bool] = None
+    not_computed: Optional[str] = None
+
+
+READING_FIELDS: tuple[str, ...] = ("unit", "percent_100", "grid_1000", "pixels_original", "pixels_resized")
+"""The readings of :class:`FrameReadings`, in column order (the names of ``scoring.COMPLIANCE_READINGS``)."""
+
+
 class Provenance(_Model):
     """Where a record came from: package versions, the image digest and model revision it ran with,
     the checkpoint name. Nothing time-dependent goes here (records must regenerate byte for byte)."""
@@ -367,12 +397,17 @@ class Record(_Model):
     a mask whose size differs from the image, a resized-input frame without a model-input size).
     Such samples are counted apart as infrastructure errors, never as model outcomes.
 
+    ``frame_compliance`` holds the frame-compliance readings (:class:`FrameReadings`) of a point-task
+    sample with a present referent whose outcome is not ``error``, computed where the record is made
+    (:func:`pointfail.scoring.build_record`); ``None`` for every other record (box tasks, absent
+    referents, infrastructure errors). ``verify`` re-derives it like the parse and the outcome.
+
     ``scene_graph`` is the sample's scene graph as the loader found it (``Sample.scene_graph_path``,
     a path like ``image.path``), kept so the oracle judge reads the same file; left out of the JSON
     when ``None`` (benchmarks without scene graphs), so such records are unchanged by its existence.
     """
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     study: str
     model: str
     family: str
@@ -390,6 +425,7 @@ class Record(_Model):
     error: Optional[str] = None
     geometry: Geometry = Field(default_factory=Geometry)
     official: Optional[OfficialScore] = None
+    frame_compliance: Optional[FrameReadings] = None
     judge: Optional[Judgment] = None
     other_judgments: list[Judgment] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
@@ -609,10 +645,25 @@ def enumerate_record_lines(path: str | Path) -> Iterator[tuple[int, Record, byte
             try:
                 rec = validate(raw)
             except ValidationError as e:
-                first = e.errors()[0]
-                loc = ".".join(str(x) for x in first.get("loc", ()))
-                raise RecordError(p, i, f"schema: {loc}: {first.get('msg')}{_sample_of(raw)}") from None
+                raise RecordError(p, i, _schema_reason(e, raw)) from None
             yield i, rec, raw if raw.endswith(b"\n") else raw + b"\n"
+
+
+LEGACY_VERSION = re.compile(rb'"schema_version"\s*:\s*1\s*[,}]')
+"""A line of a schema-version-1 record (before ``frame_compliance`` was stored)."""
+
+UPGRADE_HINT = ("schema version 1 record (made before the frame-compliance readings were stored in each record): "
+                "run `pointfail upgrade-records <study>` once to re-derive them (it needs the study's mask files)")
+"""The one line a schema-version-1 record is refused with."""
+
+
+def _schema_reason(e: ValidationError, raw: bytes) -> str:
+    """Why a line fails the schema: :data:`UPGRADE_HINT` for a version-1 record, else the first error."""
+    first = e.errors()[0]
+    loc = ".".join(str(x) for x in first.get("loc", ()))
+    if loc == "schema_version" and LEGACY_VERSION.search(raw):
+        return f"schema: {UPGRADE_HINT}{_sample_of(raw)}"
+    return f"schema: {loc}: {first.get('msg')}{_sample_of(raw)}"
 
 
 _SAMPLE_ID = re.compile(rb'"sample_id"\s*:\s*"((?:[^"\\\n]|\\.){1,512})"')

@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 from pointfail.geometry import GeometryError, TargetRegion, to_pixels  # masks (numpy) only when a mask is scored
 from pointfail.geometry.shapes import box_center, valid_box
 from pointfail.records import (
+    READING_FIELDS,
     BoxScore,
+    FrameReadings,
     Geometry,
     OfficialScore,
     Outcome,
@@ -68,6 +70,7 @@ __all__ = [
     "score_prediction",
     "scorePrediction",
     "frame_compliance",
+    "frame_readings",
     "target_from_args",
     "COMPLIANCE_READINGS",
     "ABSENCE_OUTCOMES",
@@ -264,7 +267,8 @@ def build_record(
         allow_rescale: accept a same-aspect mask of another size (see ``geometry.load_mask``).
 
     Returns:
-        The record. ``outcome == "error"`` (never scored, counted apart as an infrastructure error)
+        The record, its frame-compliance readings (``Record.frame_compliance``,
+        :func:`frame_readings`) filled for a point task with a present referent. ``outcome == "error"`` (never scored, counted apart as an infrastructure error)
         with ``Record.error`` explaining it, in two cases:
 
         * the worker reported an error (``response.error`` set): ``Record.error`` is
@@ -327,7 +331,10 @@ def build_record(
     if bad:  # never a record that cannot be written (the parser already drops overflowing coordinates)
         return Record(**common, parse=parse, outcome="error",
                       error=f"scoring: {bad} is not a finite number (coordinates too large to measure)")
-    return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official)
+    readings = (frame_readings(fam, response.raw_text or "", size, region, mis)
+                if sample.task == "point" and sample.target.kind != "absent" else None)
+    return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official,
+                  frame_compliance=readings)
 
 
 def _non_finite(geometry: Geometry, official: Optional[OfficialScore]) -> Optional[str]:
@@ -748,3 +755,35 @@ def frame_compliance(
         "readings": readings,
         "hit_frames": [r["frame"] for r in readings if r["hit"]],
     }
+
+
+def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region: TargetRegion,
+                   model_input_size: Optional[Sequence[int]] = None) -> FrameReadings:
+    """The frame-compliance readings a record stores (``Record.frame_compliance``): for each reading of
+    :data:`COMPLIANCE_READINGS` that :func:`frame_compliance` tries besides the declared one, whether
+    the primary point re-read that way is in ``region`` (``False`` when no point was parsed or the
+    reading cannot convert it); ``None`` for a reading it does not try (the declared frame, token
+    frames, ``pixels_resized`` without a model-input size). Called once per record, by
+    :func:`build_record`, so the aggregate's diagnostic table never parses a reply or reads a mask.
+
+    Args: as :func:`frame_compliance` (``image_size`` ``(W, H)`` pixels of the original image,
+        ``model_input_size`` ``(Wr, Hr)`` pixels of the resized input when known).
+
+    Returns:
+        A :class:`~pointfail.records.FrameReadings`; ``not_computed`` says why when
+        :func:`frame_compliance` raised (``ValueError``, ``GeometryError``, ``OSError``: e.g. the image size differs from the region's),
+        every reading then ``None``.
+
+    Raises:
+        KeyError: unknown family.
+    """
+    fam = _resolve_family(family)
+    try:
+        d = frame_compliance(fam, raw_text, image_size, region, model_input_size, distances=False)
+    except (GeometryError, OSError, ValueError) as e:
+        return FrameReadings(declared_frame=fam.frame.name, not_computed=str(e))
+    hits: dict[str, Optional[bool]] = dict.fromkeys(READING_FIELDS)
+    for r in d["readings"]:
+        if not r["declared"] and r["frame"] in hits:
+            hits[r["frame"]] = bool(r["hit"])
+    return FrameReadings(declared_frame=d["declared_frame"], **hits)

@@ -45,8 +45,9 @@ class VerifyResult:
     problem a check of :data:`CHECKS` found); ``diffs`` (name → unified diff of committed vs
     regenerated); ``headline`` (regenerated headline.md text); ``errors``: records that ended in an
     infrastructure error (a study with any is incomplete, whether or not its tables match);
-    ``not_checked``: tables that could not be re-derived here and why (:data:`DATA_TABLES` when the
-    mask files the records name are absent)."""
+    ``not_checked``: what could not be checked here and why: the records whose mask files are absent
+    (their outcome and readings are not re-derived). Every table is always checked: each is regenerated
+    from the records alone (the frame-compliance diagnostic reads the readings each record stores)."""
 
     study: str
     ok: bool
@@ -70,31 +71,6 @@ def _decode(b: bytes) -> list[str]:
 def _load_check(name: str) -> Callable[[Path], Any]:
     mod, _, attr = name.partition(":")
     return getattr(importlib.import_module(mod), attr)
-
-
-#: Tables re-derived from benchmark files beside the records (the frame-compliance diagnostic rebuilds
-#: mask targets from their mask files); they cannot be checked where those files are absent.
-DATA_TABLES = ("frame_compliance.md", "frame_compliance.csv")
-
-
-class _MaskFiles:
-    """Record observer: mask files a study's records name that are not on this machine (paths as the
-    records give them, resolved against the working directory as the compliance diagnostic does;
-    each folder listed once, :class:`pointfail.integrity.FileFinder`)."""
-
-    def __init__(self) -> None:
-        from pointfail.integrity import FileFinder
-
-        self.missing: set[str] = set()
-        self._finder = FileFinder([Path()])
-
-    def observe(self, rec, path, i) -> None:  # noqa: ARG002 - the observer interface
-        mp = rec.target.mask_path
-        if rec.target.kind == "mask" and mp and mp not in self.missing and self._finder.find(mp) is None:
-            self.missing.add(mp)
-
-    def problems(self) -> list[str]:
-        return []
 
 
 def _without(data: bytes, names: Sequence[str]) -> bytes:
@@ -179,17 +155,17 @@ def verify(study_dir: str | Path, *, checks: Sequence[str] | None = None) -> Ver
     d = Path(study_dir)
     names = CHECKS if checks is None else tuple(checks)
     active: list[Check] = [_load_check(n)(d) for n in names]
-    masks = _MaskFiles()
-    study = load_study(d, observers=[*active, masks])
+    study = load_study(d, observers=active)
     with tempfile.TemporaryDirectory(prefix="pointfail-verify-") as tmp:
         write_tables(build_tables(study), tmp)
         fresh = {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir())}
-    skip = DATA_TABLES if masks.missing else ()
-    problems, diffs = compare_tables(fresh, d / TABLES_DIR, d, skip=skip)
-    not_checked = []
-    if skip:
-        not_checked.append(f"{', '.join(skip)}: {len(masks.missing)} mask file(s) the records name are not on this "
-                           f"machine (e.g. {sorted(masks.missing)[0]}); bring the study's data to check them")
+    problems, diffs = compare_tables(fresh, d / TABLES_DIR, d)
+    not_checked: list[str] = []
+    unscored = sum(getattr(c, "unscored", 0) for c in active)
+    if unscored:
+        not_checked.append(f"{unscored} record(s) whose mask file is not on this machine: their parse is re-derived, "
+                           "their outcome, geometry, official score and frame-compliance readings are not (every "
+                           "table is still checked); bring the study's data to re-derive them")
     for c in active:
         problems.extend(c.problems())
     return VerifyResult(study=study.name, ok=not problems, problems=problems, diffs=diffs,

@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "aggregate": ("aggregate", "compute every table from a study's records"),
     "verify": ("aggregate", "regenerate the tables and compare them byte for byte with the committed ones"),
     "report": ("aggregate", "failure-profile figures (HTML and PNG), gallery, tolerance curves"),
+    "upgrade-records": ("aggregate", "rewrite a study's schema-version-1 records as version 2 (readings re-derived)"),
     "data": ("data", "fetch or check benchmark data"),
     "evaluate": ("evaluate", "from a file of your model's replies to its failure modes, tables, report and browser"),
     "families": ("families", "model families: coordinate frame, example prompt and reply, checkpoints"),
