@@ -349,7 +349,7 @@ def test_cli_aggregate_out_and_schema_error(toy: Path, tmp_path: Path, capsys: p
     assert main(["aggregate", str(toy), "--out", str(out)]) == 4  # written; alpha/b2/t7 is an error: incomplete
     assert (out / "SHA256SUMS").is_file() and not (toy / "tables").exists()
     p = toy / "alpha" / "b1.jsonl"
-    p.write_text(p.read_text(encoding="utf-8").replace('"schema_version":1', '"schema_version":2', 1), encoding="utf-8")
+    p.write_text(p.read_text(encoding="utf-8").replace('"schema_version":2', '"schema_version":3', 1), encoding="utf-8")
     assert main(["aggregate", str(toy)]) == 1
     err = capsys.readouterr().err
     assert f"{p}:1: schema: schema_version" in err

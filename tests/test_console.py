@@ -52,8 +52,8 @@ def test_verify_prints_the_committed_headline_and_profile(capsys):
 
 
 def test_verify_folds_what_it_could_not_check_to_the_width(tmp_path, monkeypatch, capsys):
-    """The rehearsal study without its data (a fresh checkout): the NOT CHECKED sentence (259 characters
-    on one line before) is folded to the width, whole."""
+    """The rehearsal study without its data (a fresh checkout): the NOT CHECKED sentence (longer than
+    the width on one line) is folded to the width, whole."""
     import shutil
 
     study = tmp_path / "pointfail-vlm-rehearsal"
@@ -67,8 +67,8 @@ def test_verify_folds_what_it_could_not_check_to_the_width(tmp_path, monkeypatch
     assert lines[start + 1].startswith("  ") and not lines[start + 1].startswith("   ")
     end = next(i for i, ln in enumerate(lines) if ln.startswith("OK "))
     said = " ".join(ln.strip() for ln in lines[start:end])
-    assert said.startswith(f"NOT CHECKED {study}: frame_compliance.md, frame_compliance.csv: 20 mask file(s)")
-    assert said.endswith("bring the study's data to check them")
+    assert said.startswith(f"NOT CHECKED {study}: 80 record(s) whose mask file is not on this machine")
+    assert said.endswith("bring the study's data to re-derive them")
 
 
 def test_aggregate_prints_the_summary_and_one_line_per_table(tmp_path, capsys):

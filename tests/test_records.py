@@ -87,7 +87,7 @@ def test_reader_names_file_and_line_for_bad_json(tmp_path):
 
 def test_reader_names_line_for_schema_mismatch(tmp_path):
     good = json.loads(make_record("a").to_json())
-    wrong_version = dict(good, schema_version=2)
+    wrong_version = dict(good, schema_version=3)
     unknown_field = dict(good, surprise=1)
     bad_outcome = dict(good, outcome="maybe")
     for i, bad in enumerate([wrong_version, unknown_field, bad_outcome]):

@@ -12,8 +12,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # command: (module in pointfail.commands, the one line `pointfail --help` shows)
     "aggregate": ("aggregate", "compute every table from a study's records"),
     "verify": ("aggregate", "regenerate the tables and compare them byte for byte with the committed ones"),
-    "report": ("aggregate", "failure-profile figures (HTML and PNG), gallery, tolerance curves"),
     "upgrade-records": ("aggregate", "rewrite a study's schema-version-1 records as version 2 (readings re-derived)"),
+    "report": ("aggregate", "failure-profile figures (HTML and PNG), gallery, tolerance curves"),
     "data": ("data", "fetch or check benchmark data"),
     "evaluate": ("evaluate", "from a file of your model's replies to its failure modes, tables, report and browser"),
     "families": ("families", "model families: coordinate frame, example prompt and reply, checkpoints"),
