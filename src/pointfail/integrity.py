@@ -371,13 +371,13 @@ def _upgraded_line(obj: dict, path: Path, line: int, finder: FileFinder) -> byte
 
     from pointfail.families import get_family
     from pointfail.geometry import GeometryError, TargetRegion
-    from pointfail.records import SCHEMA_VERSION, FrameReadings, RecordError, _schema_reason
+    from pointfail.records import SCHEMA_VERSION, FrameReadings, RecordError, schema_reason
     from pointfail.scoring import frame_readings
 
     try:
         rec = Record.model_validate({**obj, "schema_version": SCHEMA_VERSION})
     except ValidationError as e:
-        raise RecordError(path, line, _schema_reason(e, b"")) from None
+        raise RecordError(path, line, schema_reason(e, b"")) from None
     if rec.task == "point" and rec.target.kind != "absent" and rec.outcome != "error":
         target, found = _found_target(rec, finder)
         if not found:

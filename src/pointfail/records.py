@@ -645,7 +645,7 @@ def enumerate_record_lines(path: str | Path) -> Iterator[tuple[int, Record, byte
             try:
                 rec = validate(raw)
             except ValidationError as e:
-                raise RecordError(p, i, _schema_reason(e, raw)) from None
+                raise RecordError(p, i, schema_reason(e, raw)) from None
             yield i, rec, raw if raw.endswith(b"\n") else raw + b"\n"
 
 
@@ -657,8 +657,10 @@ UPGRADE_HINT = ("schema version 1 record (made before the frame-compliance readi
 """The one line a schema-version-1 record is refused with."""
 
 
-def _schema_reason(e: ValidationError, raw: bytes) -> str:
-    """Why a line fails the schema: :data:`UPGRADE_HINT` for a version-1 record, else the first error."""
+def schema_reason(e: ValidationError, raw: bytes) -> str:
+    """Why a records line ``raw`` fails the schema (``e``, pydantic's error): :data:`UPGRADE_HINT` for
+    a version-1 record, else the first error's field path and message, with the sample id when the
+    line names one."""
     first = e.errors()[0]
     loc = ".".join(str(x) for x in first.get("loc", ()))
     if loc == "schema_version" and LEGACY_VERSION.search(raw):

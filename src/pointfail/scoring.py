@@ -786,4 +786,4 @@ def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region
     for r in d["readings"]:
         if not r["declared"] and r["frame"] in hits:
             hits[r["frame"]] = bool(r["hit"])
-    return FrameReadings(declared_frame=d["declared_frame"], **hits)
+    return FrameReadings.model_validate({"declared_frame": d["declared_frame"], **hits})
