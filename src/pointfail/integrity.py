@@ -158,6 +158,7 @@ class FileFinder:
         self.roots = list(roots)
         self._listings: dict[str, frozenset[str]] = {}
         self._hashes: dict[Path, str] = {}
+        self._found: dict[str, Optional[Path]] = {}
 
     def _names(self, folder: Path) -> frozenset[str]:
         key = os.fspath(folder)
@@ -179,14 +180,22 @@ class FileFinder:
         return names
 
     def find(self, path: Optional[str]) -> Optional[Path]:
-        """The file ``path`` names (see the class docstring), else ``None``."""
+        """The file ``path`` names (see the class docstring), else ``None``; each path looked up once
+        per finder."""
         if not path:
             return None
+        try:
+            return self._found[path]
+        except KeyError:
+            pass
         p = Path(path)
+        found = None
         for c in ([p] if p.is_absolute() else [r / p for r in self.roots]):
             if c.name and c.name in self._names(c.parent):
-                return c
-        return None
+                found = c
+                break
+        self._found[path] = found
+        return found
 
     def sha256(self, path: Path) -> str:
         """Hex sha256 of a found file's bytes, hashed once per finder. Raises ``OSError`` if unreadable."""
@@ -246,7 +255,7 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
     if target.kind == "boxes" and target.boxes is not None and target.sha256 is not None:
         # the loaders hash the boxes as the benchmark wrote them: whole numbers as integers
         as_written = [[int(v) if float(v).is_integer() else v for v in b] for b in target.boxes]
-        if target.sha256 not in (boxes_sha256(as_written), boxes_sha256(target.boxes)):
+        if target.sha256 != boxes_sha256(as_written) and target.sha256 != boxes_sha256(target.boxes):
             problems.append(f"target.sha256: stored {target.sha256[:16]}..., the boxes hash to "
                             f"{boxes_sha256(as_written)[:16]}...")
     if record.image.sha256 is not None:

@@ -628,23 +628,42 @@ def _identity_family(fam: Any) -> Any:
     return identity
 
 
-def _compliance_frames(declared: Frame, mis: Optional[tuple[int, int]],
-                       token_frame: bool) -> list[tuple[Frame, bool, str]]:
-    """The frames :func:`frame_compliance` reads a reply under: the declared one first, then every
-    other reading of :data:`COMPLIANCE_READINGS` (none for token frames; ``pixels_resized`` only with a
-    model input size)."""
+_OTHER_FRAMES: dict[tuple[str, Optional[float], bool], list[Frame]] = {}
+
+
+def _other_frames(declared: Frame, resized_known: bool) -> list[Frame]:
+    """The readings of :data:`COMPLIANCE_READINGS` other than the declared frame, as frames (made once
+    per declared kind and scale): none for token frames, ``pixels_resized`` only when the model-input
+    size is known (``resized_known``)."""
     from pointfail.frames import Frame
 
-    frames: list[tuple[Frame, bool, str]] = [(declared, True, declared.doc or declared.kind)]
-    if token_frame:
-        return frames
-    for name, kind, scale, meaning in COMPLIANCE_READINGS:
-        if kind == declared.kind and (scale is None or scale == declared.scale):
-            continue
-        if kind == "pixels_resized" and mis is None:
-            continue
-        frames.append((Frame(name, kind, scale, "xy", meaning), False, meaning))
+    key = (declared.kind, declared.scale, resized_known)
+    frames = _OTHER_FRAMES.get(key)
+    if frames is None:
+        frames = []
+        if declared.kind not in _TOKEN_FRAME_KINDS:
+            for name, kind, scale, meaning in COMPLIANCE_READINGS:
+                if kind == declared.kind and (scale is None or scale == declared.scale):
+                    continue
+                if kind == "pixels_resized" and not resized_known:
+                    continue
+                frames.append(Frame(name, kind, scale, "xy", meaning))
+        _OTHER_FRAMES[key] = frames
     return frames
+
+
+def _compliance_frames(declared: Frame, mis: Optional[tuple[int, int]]) -> list[tuple[Frame, bool, str]]:
+    """The frames :func:`frame_compliance` reads a reply under: the declared one first, then every
+    other reading (:func:`_other_frames`)."""
+    return [(declared, True, declared.doc or declared.kind),
+            *((f, False, f.doc or f.kind) for f in _other_frames(declared, mis is not None))]
+
+
+def _raw_primary(fam: Any, raw_text: str, size: tuple[int, int]) -> tuple[Optional[list[float]], ParseResult]:
+    """The numbers the model wrote for its primary point (the family's parser with the identity frame,
+    :func:`_identity_family`; first point, else centre of the first box), and that parse."""
+    raw_parse = _identity_family(fam).parse(raw_text, size, None, task="point")
+    return primary_point(raw_parse), raw_parse
 
 
 def _compliance_reading(frame: Frame, is_declared: bool, meaning: str, raw: Optional[list[float]],
@@ -735,11 +754,10 @@ def frame_compliance(
         raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
     mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
     declared = fam.frame
-    raw_parse = _identity_family(fam).parse(raw_text, size, None, task="point")
-    raw = primary_point(raw_parse)
+    raw, raw_parse = _raw_primary(fam, raw_text, size)
 
     token_frame = declared.kind in _TOKEN_FRAME_KINDS
-    frames = _compliance_frames(declared, mis, token_frame)
+    frames = _compliance_frames(declared, mis)
     readings = [_compliance_reading(frame, is_declared, meaning, raw, size, mis, region, distances)
                 for frame, is_declared, meaning in frames]
     return {
@@ -760,7 +778,9 @@ def frame_compliance(
 def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region: TargetRegion,
                    model_input_size: Optional[Sequence[int]] = None) -> FrameReadings:
     """The frame-compliance readings a record stores (``Record.frame_compliance``): for each reading of
-    :data:`COMPLIANCE_READINGS` that :func:`frame_compliance` tries besides the declared one, whether
+    :data:`COMPLIANCE_READINGS` that :func:`frame_compliance` tries besides the declared one (the same
+    frames, the same raw primary point and conversion, the hits only: no distances, no per-reading
+    dicts; a token frame is not parsed at all, it has no other reading), whether
     the primary point re-read that way is in ``region`` (``False`` when no point was parsed or the
     reading cannot convert it); ``None`` for a reading it does not try (the declared frame, token
     frames, ``pixels_resized`` without a model-input size). Called once per record, by
@@ -777,13 +797,28 @@ def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region
     Raises:
         KeyError: unknown family.
     """
+    from pointfail.frames import FrameError
+
     fam = _resolve_family(family)
+    declared = fam.frame
     try:
-        d = frame_compliance(fam, raw_text, image_size, region, model_input_size, distances=False)
+        size = (int(image_size[0]), int(image_size[1]))
+        if size != region.image_size:
+            raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
+        mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
+        others = _other_frames(declared, mis is not None)
+        raw = _raw_primary(fam, raw_text, size)[0] if others else None
+        hits: dict[str, Optional[bool]] = dict.fromkeys(READING_FIELDS)
+        for frame in others:
+            hit = False
+            if raw is not None:
+                try:
+                    pt = [float(v) for v in frame.to_unit(raw[0], raw[1], size, mis)]
+                except FrameError:
+                    pass
+                else:
+                    hit = region.contains(pt)
+            hits[frame.name] = hit
     except (GeometryError, OSError, ValueError) as e:
-        return FrameReadings(declared_frame=fam.frame.name, not_computed=str(e))
-    hits: dict[str, Optional[bool]] = dict.fromkeys(READING_FIELDS)
-    for r in d["readings"]:
-        if not r["declared"] and r["frame"] in hits:
-            hits[r["frame"]] = bool(r["hit"])
-    return FrameReadings.model_validate({"declared_frame": d["declared_frame"], **hits})
+        return FrameReadings(declared_frame=declared.name, not_computed=str(e))
+    return FrameReadings.model_validate({"declared_frame": declared.name, **hits})
