@@ -34,12 +34,14 @@ pointfail evaluate.""",
         description="""\
 Regenerate every table of a study in a temporary directory and compare it byte for
 byte with the committed tables and their SHA256SUMS; re-derive every record's parse,
-outcome, geometry and official score from its raw reply and target, and check every
-record against its committed digest (tables/records.sha256, listed in SHA256SUMS).
-Exit 0 and print the headline table when everything matches; exit 1 with a unified
-diff for each differing table, a line naming file, line and sample for each record
-that does not follow from its raw reply or was changed, or when a record does not
-match the records schema.""",
+outcome, geometry, official score and frame-compliance readings from its raw reply
+and target (records whose mask files are absent: the parse only, said as NOT CHECKED
+with their count; every table is still compared), and check every record against its
+committed digest (tables/records.sha256, listed in SHA256SUMS). Exit 0 and print the
+headline table when everything matches; exit 1 with a unified diff for each
+differing table, a line naming file, line and sample for each record that does not
+follow from its raw reply or was changed, or when a record does not match the
+records schema.""",
         example="pointfail verify records/default",
     )
     v.add_argument("study", nargs="+", help="study directory (records/<study>) or a folder of studies (records/)")
