@@ -50,7 +50,7 @@ import os
 from array import array
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from pointfail.records import Record
 
@@ -149,7 +149,9 @@ class RecordDigests:
                 pos += len(sid)
                 out[pos] = 10  # "\n"
                 pos += 1
-        return out
+        # a bytearray is what every reader of the tables does with bytes (hash, write, compare,
+        # decode); typed as bytes so the tables stay one dict[str, bytes] without a copy of the file
+        return cast(bytes, out)
 
 
 def parse_digests(data: bytes) -> dict[tuple[str, str], str]:
