@@ -82,6 +82,7 @@ class Registry(Generic[T]):
         self.index = index
         self._found: Optional[dict[str, T]] = None
         self._one: dict[str, Optional[T]] = {}
+        self._listed: Optional[list[str]] = None
         self._hooked = False
 
     def _hook(self) -> None:
@@ -101,9 +102,11 @@ class Registry(Generic[T]):
         return self._found
 
     def module_names(self) -> list[str]:
-        """The package's module names now (a directory listing of its ``__path__``; nothing imported),
-        sorted, without those starting with ``_``."""
-        return _modules(self._path())
+        """The package's module names (a directory listing of its ``__path__`` on first use, kept until
+        :meth:`refresh`; nothing imported), sorted, without those starting with ``_``."""
+        if self._listed is None:
+            self._listed = _modules(self._path())
+        return self._listed
 
     def _candidates(self, name: str) -> list[str]:
         """The modules that may declare ``name``: by the index (and every module it does not list),
@@ -139,4 +142,5 @@ class Registry(Generic[T]):
         """Forget what was discovered: the next :meth:`get` or :meth:`lookup` scans the package again."""
         self._found = None
         self._one = {}
+        self._listed = None
         self._hooked = False
