@@ -493,6 +493,15 @@ def get_family(name: str) -> Family:
     Raises:
         KeyError: unknown name; the message lists every known family.
     """
+    # the file name is the key (pointfail.discovery): a name in any spelling enters its family's module only
+    fam = _REGISTRY.lookup(name) if name in _REGISTRY.module_names() else None
+    if fam is not None:
+        return fam
+    key = family_key(name)
+    module = next((m for m in _REGISTRY.module_names() if family_key(m) == key), None)
+    fam = _REGISTRY.lookup(module) if module is not None else None
+    if fam is not None and family_key(fam.name) == key:
+        return fam
     reg = _load()
     if name in reg:
         return reg[name]

@@ -8,7 +8,8 @@ release. :func:`benchmarks` discovers them (:func:`pointfail.discovery.discover`
 families follow); the CLI, the study file's ``loader``, the runner, the official rule, the fetcher
 and the stand-in hub read this registry, so adding a file adds a benchmark (``tests/test_add_benchmark.py``).
 
-``load(name, data_dir, *, limit=None)`` dispatches through :func:`benchmarks`; the shipped ones:
+``load(name, data_dir, *, limit=None)`` dispatches through the registry (entering only the module that
+declares ``name``: :data:`_INDEX`); the shipped ones:
 
 ============================  ==========================================================
 name                          layout (see each module's docstring)
@@ -46,8 +47,21 @@ from ._spec import Benchmark, Loader, StandIn
 __all__ = ["BENCHMARKS", "AXES", "Benchmark", "BenchmarkError", "Loader", "StandIn", "benchmarks", "load",
            "refresh", "require_images", "rule_of"]
 
+_INDEX: dict[str, tuple[str, ...]] = {
+    # module -> the benchmark names it declares (tests/test_discovery.py checks this against full
+    # discovery); a module not listed here (a new file) is imported on every look-up, so it is found
+    "archive": (),
+    "fetch": (),
+    "point_bench": ("point-bench",),
+    "pointerbench": ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro", "suite"),
+    "refspatial": ("refspatial",),
+    "screenspot_pro": ("screenspot-pro",),
+    "where2place": ("where2place",),
+}
+"""What :meth:`pointfail.discovery.Registry.lookup` reads to import one module for one benchmark name."""
+
 _REGISTRY: Registry[Benchmark] = Registry(__name__, "BENCHMARK", Benchmark, unique=True,
-                                          loaded=lambda _found: _use_rules())
+                                          loaded=lambda: _use_rules(), index=_INDEX)
 
 
 def _use_rules() -> None:
@@ -76,7 +90,7 @@ def rule_of(name: str) -> Optional[str]:
     """The official rule's name (a key of :data:`pointfail.official.RULES`) that benchmark ``name``
     declares; ``None`` for a name no module declares (a generated suite is named after itself) or one
     scored by each target's ``eval``."""
-    b = benchmarks().get(name)
+    b = _REGISTRY.lookup(name)
     return b.rule if b is not None else None
 
 
@@ -112,10 +126,10 @@ def load(name: str, data_dir: str | Path, *, limit: int | None = None) -> list[S
             missing/inconsistent file the loader finds.
         ValueError: ``limit`` < 0.
     """
-    known = benchmarks()
-    if name not in known:
-        raise BenchmarkError(name, [f"unknown benchmark {name!r}; known: {', '.join(sorted(known))}"])
-    loader = known[name].loader
+    found = _REGISTRY.lookup(name)
+    if found is None:
+        raise BenchmarkError(name, [f"unknown benchmark {name!r}; known: {', '.join(sorted(benchmarks()))}"])
+    loader = found.loader
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     root = Path(data_dir)

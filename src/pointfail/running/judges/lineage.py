@@ -31,6 +31,20 @@ def model_judges() -> tuple[str, ...]:
     return tuple(k.name for k in list_kinds() if k.model_judge)
 
 
+def _known_kinds(names: tuple[str, ...]) -> set[str]:
+    """Those of ``names`` that are judge kinds (each looked up alone: only its module is entered)."""
+    from pointfail.running.judges.kinds import get_kind
+
+    known = set()
+    for name in names:
+        try:
+            get_kind(name)
+        except KeyError:
+            continue
+        known.add(name)
+    return known
+
+
 class LineageError(ValueError):
     """The study's judges cannot be used as written: an unknown judge, the oracle with no scene graphs,
     a model judge without a declared lineage, or a judge sharing lineage with an evaluated model
@@ -83,16 +97,16 @@ def judge_plan(raw: dict[str, Any]) -> JudgePlan:
     compared = tuple(jcfg.get("compared", []))
     from pointfail.running.judges.kinds import get_kind, kind_names
 
-    known = kind_names()
-    problems = [f"unknown judge {j!r} (known: {', '.join(known)})" for j in (primary, *compared) if j not in known]
+    known = _known_kinds((primary, *compared))
+    problems = [f"unknown judge {j!r} (known: {', '.join(kind_names())})" for j in (primary, *compared)
+                if j not in known]
     if primary in compared:
         problems.append(f"judge {primary!r} is both primary and compared")
     graphs = [j for j in (primary, *compared) if j in known and get_kind(j).needs_scene_graphs]
     if graphs and not any(b.get("loader") == "suite" for b in raw.get("benchmarks", [])):
         problems.append(f"the {graphs[0]} judge needs scene graphs, which only generated suites (loader = \"suite\") "
                         "have; this study has none: name a model judge (primary_judge = \"ollama\")")
-    mj = model_judges()
-    model_judges_used = [j for j in (primary, *compared) if j in mj]
+    model_judges_used = [j for j in (primary, *compared) if j in known and get_kind(j).model_judge]
     model = None
     if model_judges_used:
         model = get_kind(model_judges_used[0]).model_name(jcfg)

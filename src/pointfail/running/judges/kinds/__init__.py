@@ -99,10 +99,10 @@ def get_kind(name: str) -> JudgeKind:
     Raises:
         KeyError: no such kind (the message lists the known ones).
     """
-    reg = _load()
-    if name not in reg:
-        raise KeyError(f"unknown judge {name!r} (known: {', '.join(sorted(reg))})")
-    return reg[name]
+    kind = _REGISTRY.lookup(name)  # enters that kind's module only (the file name is the key)
+    if kind is None:
+        raise KeyError(f"unknown judge {name!r} (known: {', '.join(sorted(_load()))})")
+    return kind
 
 
 def list_kinds() -> list[JudgeKind]:
