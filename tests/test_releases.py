@@ -248,3 +248,41 @@ def test_refspatial_unseen_samples_carry_the_publishers_warning_in_the_hit_rate_
             f.write_text("".join(x for x in f.read_text(encoding="utf-8").splitlines(keepends=True)
                                  if '"split":"unseen"' not in x), encoding="utf-8")
     assert not any(b"Unseen split" in b for b in aggregate(study).values())
+
+
+# Files the publishers' hub repositories list beside the ones the loaders read (docs/releases.md,
+# "What the hub pages show"): a folder holding them too must load to the same samples.
+HUB_EXTRAS = {
+    "point-bench": [".gitattributes"],
+    "where2place": [".gitattributes", "bbox_questions.jsonl"],
+    "refspatial": [".gitattributes", "assets/logo.png", "data/location-00000-of-00001.parquet",
+                   "data/placement-00000-of-00001.parquet", "data/unseen-00000-of-00001.parquet"],
+    "screenspot-pro": [".gitattributes", ".DS_Store", "images/.DS_Store", "annotate.html", "eval.yaml"],
+    # (the names inside pointerbench-sheets/assets/ were not shown: "example.png" stands for them)
+    "pointerbench": [".gitattributes", "CITATION.cff", "pointerbench-sheets/assets/example.png",
+                     "pointerbench-pro/apps.json"]
+    + [f"{s}/{f}" for s in ("pointerbench-sheets", "pointerbench-text", "pointerbench-pro")
+       for f in (".gitignore", "CITATION.cff", "REPRODUCE.md", "eval.py", "__pycache__/eval.cpython-312.pyc")],
+}
+
+
+@pytest.mark.parametrize("bench,names", [("point-bench", ["point-bench"]), ("where2place", ["where2place"]),
+                                         ("refspatial", ["refspatial"]), ("screenspot-pro", ["screenspot-pro"]),
+                                         ("pointerbench", ["pointerbench-sheets", "pointerbench-text",
+                                                           "pointerbench-pro"])])
+def test_a_folder_with_the_hubs_other_files_loads_the_same(tmp_path, bench, names):
+    """The stand-in release plus every other file the publisher's hub repository lists (none of
+    them matches a RELEASE pattern, so `data fetch` leaves them out): the same samples load."""
+    from pointfail.inputs.benchmarks import pointerbench
+
+    plain, full = tmp_path / "plain", tmp_path / "full"
+    shutil.copytree(HUB_DIR / "datasets" / bench, plain)
+    shutil.copytree(plain, full)
+    patterns = _documented_release()[bench]
+    for extra in HUB_EXTRAS[bench]:
+        assert not any(fnmatch.fnmatchcase(extra, g) for g in patterns), extra
+        (full / extra).parent.mkdir(parents=True, exist_ok=True)
+        (full / extra).write_bytes(b"\x00not a release file\n")
+    for name in names:
+        sub = name if name in pointerbench.SUBSETS else "."
+        assert _content(load(name, full / sub)) == _content(load(name, plain / sub)) != []

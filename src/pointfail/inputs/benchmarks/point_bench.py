@@ -65,7 +65,8 @@ CATEGORIES = ("affordable", "counting", "spatial", "reasoning", "steerable")
 AXES = ("category", "count", "reference_point")
 
 RELEASE_FILES = ("data.json", "pixmo_metadata.csv", "selected_images.zip", "selected_masks.zip")
-"""The files of the published release (besides the hub's ``README.md``/``.gitattributes``)."""
+"""The files of the published release (besides the hub's ``README.md``/``.gitattributes``; an earlier
+``masks.zip`` was deleted from the repository by commit ``47eab40`` and is not read)."""
 RELEASE = RELEASE_FILES
 """Glob patterns of the published files the loader reads (here: exact names)."""
 RELEASE_MEMBERS = {"selected_images.zip": "selected_images/<category>/<image_filename>",

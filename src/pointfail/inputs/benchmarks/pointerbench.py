@@ -47,7 +47,10 @@ AXES = ("answer_type", "data_type", "category", "ui_style", "language", "surface
 """Every tag axis the official scorers break results down by (union over the three subsets)."""
 
 RELEASE = tuple(f"{s}/data/test/{f}" for s in SUBSETS for f in ("metadata.jsonl", "*.png"))
-"""Glob patterns of the published files the loaders read (``WarmwindOS/pointerbench``)."""
+"""Glob patterns of the published files the loaders read (``WarmwindOS/pointerbench``). Each subset
+folder also holds ``__pycache__/``, ``assets/``, ``.gitignore``, ``CITATION.cff``, ``eval.py``,
+``REPRODUCE.md`` (Pro: ``apps.json``), fetched with the subset (``<subset>/**``) and not read (tree of
+``main`` at ``e53e45e``)."""
 
 _NOT_METADATA = {"id", "file_name", "instruction", "bbox", "point", "eval", "image_size", "scene_graph"}
 

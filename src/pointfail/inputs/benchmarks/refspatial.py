@@ -34,7 +34,8 @@ SPLITS = ("Location", "Placement", "Unseen")
 AXES = ("split", "category", "step")
 RELEASE = tuple(f"{s}/{f}" for s in SPLITS for f in ("question.json", "image/*.png", "mask/*.png"))
 """Glob patterns of the published raw-data files the loader reads (``BAAI/RefSpatial-Bench``; the
-repository also holds ``data/<split>-*.parquet`` copies for the ``datasets`` library, not read)."""
+repository also holds ``data/<split>-00000-of-00001.parquet`` copies for the ``datasets`` library,
+``assets/logo.png``, ``.gitattributes`` and ``README.md``, none read; tree of ``main`` at ``ff5b821``)."""
 UNSEEN_WARNING = ("its publisher made the split to evaluate models after training on RefSpatial (it holds spatial "
                   "relation combinations absent from RefSpatial) and warns: \"If your model is not trained with "
                   "RefSpatial, this set should not be used for evaluation.\"")

@@ -26,7 +26,10 @@ from .fetch import Source
 NAME = "screenspot-pro"
 AXES = ("group", "application", "platform", "ui_type")
 RELEASE = ("annotations/*.json", "images/*/*")
-"""Glob patterns of the published files the loader reads (``likaixin/ScreenSpot-Pro``)."""
+"""Glob patterns of the published files the loader reads (``likaixin/ScreenSpot-Pro``). The repository
+also holds ``.DS_Store``, ``images/.DS_Store``, ``annotate.html``, ``README.md`` and ``.gitattributes``
+(tree at ``ad1a3ed`` and ``8d86ed4``; a later copy adds ``eval.yaml``), none read: the loader reads
+every ``annotations/*.json`` and only the images its rows name."""
 
 
 def load_screenspot_pro(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:

@@ -27,7 +27,9 @@ from .fetch import Source
 NAME = "where2place"
 AXES = ("category",)
 RELEASE = ("point_questions.jsonl", "images/*", "masks/[0-9][0-9].jpg")
-"""Glob patterns of the published files the loader reads (``wentao-yuan/where2place``)."""
+"""Glob patterns of the published files the loader reads (``wentao-yuan/where2place``). The dataset
+card (commit ``54e4be4``) also lists ``bbox_questions.jsonl`` (the same questions asking for a box),
+published and not read; ``.gitattributes`` and ``README.md`` are not read either."""
 
 
 def load_where2place(data_dir: str | Path, *, limit: int | None = None) -> list[Sample]:
