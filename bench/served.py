@@ -11,7 +11,9 @@ server's batching (vLLM, SGLang batch concurrent requests; not measured here: no
 Part 2 (``latency``): requests per second at concurrency 1, 4 and 16 against the scripted fake server
 answering every request after a fixed ``--latency`` (0.5 s; threads, so requests overlap as on a
 batching server), on UI-like screenshots (a generated sheets suite, 1024x768, the family's published
-budget sent, so the client resizes once per image to 1036x756); ratios against concurrency 1 side by
+budget), for ``resize = "client"`` (each image decoded, resized once to 1036x756 and PNG-encoded: the
+behaviour before ``"auto"``) and ``resize = "auto"`` (the default: the PNG files sent as they are, the
+server's 1036x756 confirmed by its token count), interleaved per concurrency; ratios against concurrency 1 side by
 side in one run, and this process's CPU seconds per request (``time.process_time``; the issue's
 targets: c=16 at least 12x c=1, at most 20 ms of client CPU per request). The ideal ratio is the
 concurrency itself.
@@ -82,9 +84,16 @@ def timed_run(base_url: str, model: str, req: Path, out: Path, concurrency: int,
 def _stub(conn, reply: str, latency: float = 0.0) -> None:
     """Child process: a FakeOpenAI answering after ``latency`` seconds; sends its URL, serves until told
     to stop."""
-    from pointfail.generated.testing.openai_fake import FakeOpenAI
+    from pointfail.families import get_family
+    from pointfail.generated.testing.openai_fake import FakeOpenAI, qwen_tokens
+    from pointfail.running.served.inputs import PixelBudget
 
-    with FakeOpenAI(None, default_reply=reply, model="stub", latency=latency) as fk:
+    budget = PixelBudget(**{k: get_family("qwen2_5_vl").resize[k] for k in ("factor", "min_pixels", "max_pixels")})
+
+    def tokens(size):  # a server with the family's processor: it smart_resizes what it receives itself
+        return qwen_tokens(budget.resize(size)) if size else 0
+
+    with FakeOpenAI(None, default_reply=reply, model="stub", latency=latency, image_tokens=tokens) as fk:
         conn.send(fk.url)
         conn.recv()
 
@@ -111,28 +120,31 @@ def latency_part(root: Path, args) -> None:
     proc = ctx.Process(target=_stub, args=(child, '[{"point_2d": [10, 10]}]', args.latency), daemon=True)
     proc.start()
     rows, rates = [], {}
+    modes = ("client", "auto")  # "client": every image decoded, resized to 1036x756, PNG-encoded (main before #26.5)
     try:
         url = parent.recv()
-        opts = dict(pixel_budget="family")
-        timed_run(url, "stub", req, root / "latency-warm.jsonl", max(args.concurrency), **opts)  # imports
+        timed_run(url, "stub", req, root / "latency-warm.jsonl", max(args.concurrency), pixel_budget="family")
         for c in args.concurrency:
-            cpu0 = time.process_time()
-            dt, n = timed_run(url, "stub", req, root / f"latency-{c}.jsonl", c, **opts)
-            cpu = time.process_time() - cpu0
-            rates[c] = n / dt
-            rows.append([c, n, f"{dt:.2f}", f"{rates[c]:.2f}", f"{rates[c] / rates[args.concurrency[0]]:.2f}",
-                         f"{cpu / max(n, 1) * 1000:.1f}"])
+            for mode in modes:  # interleaved: both modes under the same load
+                cpu0 = time.process_time()
+                dt, n = timed_run(url, "stub", req, root / f"latency-{mode}-{c}.jsonl", c, pixel_budget="family",
+                                  resize=mode)
+                cpu = time.process_time() - cpu0
+                rates[mode, c] = n / dt
+                rows.append([mode, c, n, f"{dt:.2f}", f"{rates[mode, c]:.2f}",
+                             f"{rates[mode, c] / rates[mode, args.concurrency[0]]:.2f}", f"{cpu / max(n, 1) * 1000:.1f}"])
     finally:
         parent.send("stop")
         proc.join(timeout=10)
     print(f"\nlatency stub ({args.latency} s per answer, another process), {len(images)} sheets screenshots "
-          f"of 1024x768, family budget (sent at 1036x756)")
-    print(tabulate(rows, headers=["concurrency", "samples", "seconds", "requests/s", "ratio to c=1",
+          f"of 1024x768, family budget: resize client sends 1036x756 PNGs, auto the files as they are")
+    print(tabulate(rows, headers=["resize", "concurrency", "samples", "seconds", "requests/s", "ratio to c=1",
                                   "client CPU ms per request"], tablefmt="github"), flush=True)
     c1, *others = args.concurrency
-    for c in others:  # wall time at c=1 over wall time at c: the throughput ratio (ideal: c)
-        print(ratio_line(f"requests/s at concurrency {c} / at concurrency {c1} (ideal {c / c1:g})",
-                         [rates[c]], [rates[c1]]))
+    for mode in modes:
+        for c in others:  # wall time at c=1 over wall time at c: the throughput ratio (ideal: c)
+            print(ratio_line(f"resize {mode}: requests/s at concurrency {c} / at concurrency {c1} (ideal {c / c1:g})",
+                             [rates[mode, c]], [rates[mode, c1]]))
 
 
 def main(argv: list[str] | None = None) -> int:

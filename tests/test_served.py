@@ -373,7 +373,7 @@ def test_served_frame_client_resized_maps_back_to_original_pixels(tmp_path, scre
     h, w = smart_resize(H, W, 28, 3136, 1003520)
     assert (w, h) == (1316, 728)
     line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET),
-                                   ServedOptions(max_pixels=1003520))
+                                   ServedOptions(max_pixels=1003520, resize="client"))
     assert received == (1316, 728)
     assert line["model_input_size"] == [1316, 728]
     assert line["served"]["input_size_source"] == "client_resized" and line["served"]["sent_size"] == [1316, 728]
@@ -396,6 +396,93 @@ def test_served_frame_full_size_server_budget(tmp_path, screenshot):
 
 def _server_budget_tokens(budget):
     return lambda size: qwen_tokens(budget.resize(size)) if size else 0
+
+
+def _sent_urls(script):
+    """``script`` that also keeps the data URL of each answered request's image."""
+    urls: list[str] = []
+
+    def wrapped(n, req):
+        part = req.body["messages"][-1]["content"][0]
+        urls.append(part["image_url"]["url"])
+        return script(n, req)
+    return wrapped, urls
+
+
+def _decoded(url):
+    import base64
+
+    head, b64 = url.split(",", 1)
+    return head, base64.b64decode(b64)
+
+
+def test_served_auto_sends_the_file_bytes_as_they_are(tmp_path, screenshot):
+    """Default resize "auto": the PNG's own bytes go out (no decode, no re-encode); the record keeps the
+    original as sent and the server's smart_resize under the budget (1316x728, the 1222 image tokens the
+    server's count confirms) as the frame; the reply read in it is a hit."""
+    assert ServedOptions().resize == "auto"
+    script, urls = _sent_urls(_qwen_server(BUDGET))
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", script, ServedOptions(max_pixels=1003520),
+                                   image_tokens=_server_budget_tokens(BUDGET))
+    head, data = _decoded(urls[0])
+    assert head == "data:image/png;base64" and data == Path(screenshot).read_bytes()
+    assert received == (3840, 2160)
+    served = line["served"]
+    assert served["input_size_source"] == "server_budget" and served["sent_size"] == [3840, 2160]
+    assert served["received_size"] == [1316, 728] and line["model_input_size"] == [1316, 728]
+    assert served["observed_tokens"] == (1316 // 28) * (728 // 28) == 1222
+    assert rec.outcome == "hit"
+
+
+def test_served_auto_jpeg_sent_as_jpeg(tmp_path):
+    """A JPEG passes through too, labelled image/jpeg."""
+    p = tmp_path / "screen.jpg"
+    Image.new("RGB", (W, H), (200, 220, 240)).save(p, quality=90)
+    script, urls = _sent_urls(_qwen_server(BUDGET))
+    line, rec, received = _run_one(tmp_path, p, "qwen2_5_vl", script, ServedOptions(max_pixels=1003520),
+                                   image_tokens=_server_budget_tokens(BUDGET))
+    head, data = _decoded(urls[0])
+    assert head == "data:image/jpeg;base64" and data == p.read_bytes()
+    assert line["model_input_size"] == [1316, 728] and rec.outcome == "hit"
+
+
+def test_served_auto_resizes_other_formats_on_the_client(tmp_path):
+    """A format not passed through (BMP) is decoded anyway, so it is resized with it: sent as a PNG at
+    the smart_resize size, the server's resize the identity (source client_resized)."""
+    p = tmp_path / "screen.bmp"
+    Image.new("RGB", (W, H), (240, 240, 240)).save(p)
+    script, urls = _sent_urls(_qwen_server(BUDGET))
+    line, rec, received = _run_one(tmp_path, p, "qwen2_5_vl", script, ServedOptions(max_pixels=1003520),
+                                   image_tokens=_server_budget_tokens(BUDGET))
+    assert _decoded(urls[0])[0] == "data:image/png;base64" and received == (1316, 728)
+    assert line["served"]["input_size_source"] == "client_resized" and line["served"]["sent_size"] == [1316, 728]
+    assert line["model_input_size"] == [1316, 728] and rec.outcome == "hit"
+
+
+def test_served_auto_falls_back_to_client_resize_without_usage(tmp_path, screenshot):
+    """A server whose prompt_tokens do not grow with the image: the frame of an original it resizes
+    itself would be assumed, so the client resizes (1316x728 sent and received) instead."""
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(BUDGET),
+                                   ServedOptions(max_pixels=1003520), image_tokens=lambda size: 0)
+    assert received == (1316, 728)
+    served = line["served"]
+    assert served["input_size_source"] == "client_resized" and served["sent_size"] == [1316, 728]
+    assert served["observed_tokens"] is None and line["model_input_size"] == [1316, 728]
+    assert rec.outcome == "hit"
+
+
+def test_served_auto_budget_differing_from_the_server_is_observed(tmp_path, screenshot):
+    """--pixel-budget declares 1003520 but the server resizes under 602112: its token count (36 x 20 =
+    720 of 1008x560) is the only smart_resize output with that count, so the record keeps the frame
+    the server used (server_observed) and the reply is read in it."""
+    server = PixelBudget(28, 3136, 602112)
+    assert server.resize((W, H)) == (1008, 560)
+    line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(server),
+                                   ServedOptions(max_pixels=1003520), image_tokens=_server_budget_tokens(server))
+    assert received == (3840, 2160)
+    served = line["served"]
+    assert served["input_size_source"] == "server_observed" and served["observed_tokens"] == 720
+    assert line["model_input_size"] == [1008, 560] and rec.outcome == "hit"
 
 
 def test_served_frame_unknown_budget_is_observed_from_the_token_count(tmp_path, screenshot):
@@ -429,7 +516,7 @@ def test_served_frame_smaller_server_budget_is_recovered_and_scored_in_its_frame
     small = PixelBudget(28, 3136, 12544)
     seen = small.resize(BUDGET.resize((W, H)))
     line, rec, received = _run_one(tmp_path, screenshot, "qwen2_5_vl", _qwen_server(small),
-                                   ServedOptions(max_pixels=1003520), image_tokens=_server_budget_tokens(small))
+                                   ServedOptions(max_pixels=1003520, resize="client"), image_tokens=_server_budget_tokens(small))
     assert received == (1316, 728) and seen == (140, 56)
     assert line["served"]["received_size"] == [140, 56] and line["model_input_size"] == [140, 56]
     assert line["served"]["observed_tokens"] == 5 * 2 and line["served"]["input_size_source"] == "server_observed"
@@ -444,7 +531,7 @@ def test_served_frame_that_the_tokens_do_not_determine_stops_naming_the_servers_
                            + "\n" for i in range(3)))
     with FakeOpenAI(None, model="m", image_tokens=lambda size: 9 if size else 0) as fk:  # 7 tokens: no 16:9 output
         with pytest.raises(ServerCheckFailed) as ei:
-            run_served(served_model(fk.url, "m", fam.name, options=ServedOptions(pixel_budget="family")), req,
+            run_served(served_model(fk.url, "m", fam.name, options=ServedOptions(pixel_budget="family", resize="client")), req,
                        tmp_path / "out.jsonl")
         assert fk.chats == [] and len(fk.calibrations) == 2
     msg = str(ei.value)
@@ -476,11 +563,16 @@ def rec_sample(rec, screenshot):
 
 
 def test_plan_input_rules():
-    o = ServedOptions(max_pixels=1003520)
+    o = ServedOptions(max_pixels=1003520, resize="client")
     p = plan_input(get_family("qwen2_5_vl"), (W, H), o)
     assert p.send_size == p.model_input_size == (1316, 728) and p.note is None
     # smart_resize of a smart_resize'd size is the identity for this budget (what makes the server's resize a no-op)
     assert BUDGET.resize((1316, 728)) == (1316, 728)
+    # "auto" (default) plans the original as sent, the server's smart_resize as the frame; "client" overrides it
+    a = plan_input(get_family("qwen2_5_vl"), (W, H), ServedOptions(max_pixels=1003520))
+    assert (a.send_size, a.model_input_size, a.source) == ((3840, 2160), (1316, 728), "server_budget")
+    c = plan_input(get_family("qwen2_5_vl"), (W, H), ServedOptions(max_pixels=1003520), "client")
+    assert (c.send_size, c.source) == ((1316, 728), "client_resized")
     assert plan_input(get_family("qwen3_vl"), (W, H), o).model_input_size is None
     assert plan_input(get_family("json_pixels"), (1024, 768), ServedOptions(downscale_long_edge=1568)).source == "original"
     # the family's published settings, when the server runs the checkpoint with them

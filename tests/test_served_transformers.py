@@ -145,7 +145,7 @@ def test_a_server_with_a_smaller_budget_is_observed_and_scored_in_the_frame_it_u
 
     srv = env["srv"]
     out = env["root"] / "served_family_budget.jsonl"
-    s = run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options={"pixel_budget": "family"}),
+    s = run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options={"pixel_budget": "family", "resize": "client"}),
                    env["req"], out)
     assert s.answered == len(SIZES) and s.errors == 0
     fam = get_family("qwen2_5_vl").resize
@@ -167,6 +167,28 @@ def test_a_server_with_a_smaller_budget_is_observed_and_scored_in_the_frame_it_u
     assert same >= 5  # 1024x768, 640x480, 37x300, 112x84, 140x56, 333x777
     assert served["s0"]["served"]["input_size_note"].startswith(
         "the server counted 12 image tokens for the 1036x756 image sent, not the 999 of the 1036x756")
+
+
+def test_auto_sends_originals_and_records_the_servers_own_resize(env, worker_lines):
+    """resize "auto" (default): each PNG goes out as it is; the tiny checkpoint's processor resizes it
+    under its own budget (12544), which the token count recovers (server_observed where the declared
+    family budget differs), so every model-input size is what the in-process backend records."""
+    from pointfail.running.served.inputs import PixelBudget
+
+    srv = env["srv"]
+    out = env["root"] / "served_auto.jsonl"
+    s = run_served(served_model(srv.base_url, srv.model, "qwen2_5_vl", options={"pixel_budget": "family"}),
+                   env["req"], out)
+    assert s.answered == len(SIZES) and s.errors == 0
+    tiny = PixelBudget(**TINY_BUDGET)
+    served = _lines(out)
+    for i, size in enumerate(SIZES):
+        line = served[f"s{i}"]
+        seen = tiny.resize(size)
+        assert line["served"]["sent_size"] == list(size)
+        assert line["served"]["input_size_source"] in ("server_budget", "server_observed")
+        assert line["model_input_size"] == list(seen) == worker_lines[f"s{i}"]["model_input_size"]
+        assert line["served"]["observed_tokens"] == (seen[0] // 28) * (seen[1] // 28)
 
 
 def test_preflight_and_the_servers_own_message_against_transformers_serve(env):

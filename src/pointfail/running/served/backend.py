@@ -9,11 +9,16 @@ requests made, transport failures, structured output, preset).
 
 Per sample (:func:`run_served`):
 
-1. The image is opened and decoded (RGB); :func:`pointfail.running.served.inputs.plan_input` decides the size
-   to send and the model-input size to record (the frame the server saw). A resize is done by the
-   client with Pillow's bicubic filter (the Qwen2-VL image processor's ``resample=3``).
-2. One chat-completions request (:mod:`pointfail.running.served.client`): the image as a PNG part, then the
-   prompt; ``max_tokens`` = the request's ``max_new_tokens`` (or ``options.max_tokens``),
+1. The image file is read once and its header opened (size, format);
+   :func:`pointfail.running.served.inputs.plan_input` decides the size to send and the model-input size
+   to record (the frame the server saw). With ``resize = "auto"`` (default) a PNG or JPEG is sent as
+   its own bytes (no decode, no re-encode) and the server's ``smart_resize`` is recorded, confirmed per
+   size by the frame check (:class:`_Frame`); where a resize is needed (``resize = "client"``, another
+   format, a server that reports no usage) it is done once per image by the client with Pillow's
+   bicubic filter (the Qwen2-VL image processor's ``resample=3``) and sent as PNG. Reading, resizing,
+   encoding and base64 run in a worker thread, once per image (:class:`_Images`).
+2. One chat-completions request (:mod:`pointfail.running.served.client`): the image as a data-URL part,
+   then the prompt; ``max_tokens`` = the request's ``max_new_tokens`` (or ``options.max_tokens``),
    ``temperature`` (0 by default), ``seed`` when set, ``response_format`` when structured.
 3. Transport failures (429, 408/409, 5xx, timeouts, dropped connections, malformed bodies) are retried
    with backoff (:mod:`pointfail.running.served.transport`), counted in ``served.transport_failures``. A reply is
@@ -269,30 +274,43 @@ IMAGE_CACHE_BYTES = 256 << 20
 """Encoded images kept for samples that share an image (least recently used dropped beyond it)."""
 
 
+PASS_THROUGH = {"PNG": "image/png", "JPEG": "image/jpeg"}
+"""Image file formats sent as they are (no decode, no re-encode) when no resize is needed: the two
+that OpenAI-compatible servers accept (the OpenAI image-input formats; vLLM and ``transformers
+serve`` open them with Pillow). Other formats are decoded and sent as PNG."""
+
+
 class _Images:
-    """The bytes to send per image: the file as it is when it is a PNG that needs no resize (no decode,
-    no re-encode), else decoded, resized once (bicubic, the Qwen2-VL processor's ``resample=3``) and
-    encoded as PNG, all in a worker thread; kept for the other samples of the same image (an LRU of
-    :data:`IMAGE_CACHE_BYTES`)."""
+    """The image part to send per image and resize mode: the file's bytes as they are when no resize is
+    needed and the format passes through (:data:`PASS_THROUGH`; the header read for the size, no
+    decode, no re-encode), else decoded, resized once (bicubic, the Qwen2-VL processor's
+    ``resample=3``) and encoded as PNG; then base64'd into a data URL once. All in a worker thread (off
+    the event loop), kept for the other samples of the same image (an LRU of :data:`IMAGE_CACHE_BYTES`).
+
+    Resize mode ``"auto"`` (:class:`~pointfail.running.served.options.ServedOptions`): the original is
+    planned as ``"server"`` when its format passes through, else as ``"client"`` (a re-encode is
+    needed anyway, so the resize that makes the server's own the identity comes with it)."""
 
     def __init__(self, run: "_Run"):
         from collections import OrderedDict
 
         self.run = run
-        self.cache: OrderedDict[str, asyncio.Future[tuple[bytes, Any]]] = OrderedDict()
+        self.cache: OrderedDict[tuple[str, str], asyncio.Future[tuple[str, Any]]] = OrderedDict()
         self.bytes = 0
 
-    async def get(self, path: Optional[str]) -> tuple[bytes, Any]:
-        key = str(path)
+    async def get(self, path: Optional[str], resize: Optional[str] = None) -> tuple[str, Any]:
+        """``(data URL, InputPlan)`` for the image at ``path`` under ``resize`` (default: the
+        options'). Raises ``ValueError`` for a missing, unreadable or refused image."""
+        key = (str(path), resize or self.run.opts.resize)
         fut = self.cache.get(key)
         if fut is None:
-            fut = self.cache[key] = asyncio.ensure_future(asyncio.to_thread(self._encode, path))
+            fut = self.cache[key] = asyncio.ensure_future(asyncio.to_thread(self._encode, path, key[1]))
             fut.add_done_callback(self._account)
         else:
             self.cache.move_to_end(key)
         return await asyncio.shield(fut)
 
-    def _account(self, fut: "asyncio.Future[tuple[bytes, Any]]") -> None:
+    def _account(self, fut: "asyncio.Future[tuple[str, Any]]") -> None:
         if fut.cancelled() or fut.exception() is not None:
             return
         self.bytes += len(fut.result()[0])
@@ -301,12 +319,12 @@ class _Images:
             if old.done() and not old.cancelled() and old.exception() is None:
                 self.bytes -= len(old.result()[0])
 
-    def _encode(self, path: Optional[str]) -> tuple[bytes, Any]:
+    def _encode(self, path: Optional[str], resize: str) -> tuple[str, Any]:
         import io
 
         from PIL import Image
 
-        from pointfail.running.served.client import png_bytes
+        from pointfail.running.served.client import data_url, png_bytes
         from pointfail.running.served.inputs import plan_input
 
         if not path:
@@ -324,9 +342,12 @@ class _Images:
             raise ValueError(f"image not found: {path}") from None
         except Exception as e:
             raise ValueError(f"cannot read image {path}: {type(e).__name__}: {e}") from None
-        plan = plan_input(self.run.family, size, self.run.opts)
-        if fmt == "PNG" and tuple(plan.send_size) == tuple(size):
-            return data, plan
+        mime = PASS_THROUGH.get(str(fmt))
+        if resize == "auto" and mime is None:
+            resize = "client"
+        plan = plan_input(self.run.family, size, self.run.opts, resize)
+        if mime is not None and tuple(plan.send_size) == tuple(size):
+            return data_url(data, mime), plan
         try:
             with Image.open(io.BytesIO(data)) as im:
                 im.load()
@@ -335,7 +356,7 @@ class _Images:
             raise ValueError(f"cannot read image {path}: {type(e).__name__}: {e}") from None
         if tuple(plan.send_size) != tuple(image.size):
             image = image.resize(plan.send_size, Image.Resampling.BICUBIC)
-        return png_bytes(image), plan
+        return data_url(png_bytes(image)), plan
 
 
 class _Run:
@@ -411,12 +432,18 @@ class _Run:
         try:
             if req.prompt is None:
                 raise ValueError("request has no prompt")
-            png, plan = await self.images.get(req.image)
+            image, plan = await self.images.get(req.image)
+            seen = await self.frame.observe(plan)
+            if opts.resize == "auto" and plan.source == "server_budget" and seen is not None and seen.tokens is None:
+                # the server reports no usage: the frame of an original it resizes itself is not observed,
+                # so the image is resized here and the server's resize is the identity (as resize = "client")
+                image, plan = await self.images.get(req.image, "client")
+                seen = await self.frame.observe(plan)
         except ValueError as e:
             return error(str(e))
-        mis = await self._input_size(plan, info)
-        create = self._create_args(req, png, info)
-        del png
+        mis = self._input_size(plan, seen, info)
+        create = self._create_args(req, image, info)
+        del image
         reply = await self._chat(create, info)
         if isinstance(reply, str):
             return error(f"server: {reply}")
@@ -430,15 +457,15 @@ class _Run:
         return _line(req.sample_id, reply.text, mis, time.perf_counter() - t0, None, info,
                      reply.prompt_tokens, reply.output_tokens)
 
-    async def _input_size(self, plan: Any, info: ServedInfo) -> Any:
+    def _input_size(self, plan: Any, seen: Optional[Observed], info: ServedInfo) -> Any:
         """The model input size to record, and the sizes sent and received in ``info``: the plan's,
-        replaced by what the server was observed to receive when that differs."""
+        replaced by what the server was observed to receive (``seen``, the frame check of the size
+        sent) when that differs."""
         info.sent_size = list(plan.send_size)
         info.received_size = list(plan.received_size) if plan.received_size else None
         info.input_size_source = plan.source
         info.input_size_note = plan.note
         mis = plan.model_input_size
-        seen = await self.frame.observe(plan)
         if seen is not None:
             info.observed_tokens = seen.tokens
             info.observed_size = list(seen.size) if seen.size else None
@@ -449,7 +476,7 @@ class _Run:
                 mis = seen.size
         return mis
 
-    def _create_args(self, req: Any, png: bytes, info: ServedInfo) -> dict[str, Any]:
+    def _create_args(self, req: Any, image: str, info: ServedInfo) -> dict[str, Any]:
         """The chat-completion arguments for ``req``: the prompt less a system prompt it embeds, the
         token limit, temperature, seed and (structured output) the family's response format."""
         from pointfail.running.served.client import messages
@@ -460,7 +487,7 @@ class _Run:
         system = opts.system_prompt
         if system and text.startswith(system):  # a family prompt that embeds the system prompt
             text = text[len(system):].lstrip("\n")
-        create: dict[str, Any] = {"model": self.model.model, "messages": messages(png, text, system),
+        create: dict[str, Any] = {"model": self.model.model, "messages": messages(image, text, system),
                                   "max_tokens": int(opts.max_tokens or req.max_new_tokens),
                                   "temperature": opts.temperature}
         if opts.seed is not None:

@@ -103,18 +103,25 @@ def png_bytes(image: Any) -> bytes:
     return buf.getvalue()
 
 
-def image_part(png: bytes) -> dict[str, Any]:
-    """The chat-completions content part for a PNG: ``{"type": "image_url", "image_url": {"url":
-    "data:image/png;base64,..."}}``."""
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}}
+def data_url(data: bytes, mime: str = "image/png") -> str:
+    """``data:<mime>;base64,...`` for image file bytes (``mime`` ``image/png`` or ``image/jpeg``)."""
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
 
-def messages(png: bytes, text: str, system: Optional[str] = None) -> list[dict[str, Any]]:
-    """``[system?, user: [image, text]]`` (see the module docstring)."""
+def image_part(image: bytes | str) -> dict[str, Any]:
+    """The chat-completions content part for an image: ``{"type": "image_url", "image_url": {"url":
+    "data:image/png;base64,..."}}``; ``image`` is PNG bytes or a data URL already made
+    (:func:`data_url`, which the served backend keeps per image)."""
+    return {"type": "image_url", "image_url": {"url": image if isinstance(image, str) else data_url(image)}}
+
+
+def messages(image: bytes | str, text: str, system: Optional[str] = None) -> list[dict[str, Any]]:
+    """``[system?, user: [image, text]]`` (see the module docstring); ``image`` as :func:`image_part`
+    takes it."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
-    out.append({"role": "user", "content": [image_part(png), {"type": "text", "text": text}]})
+    out.append({"role": "user", "content": [image_part(image), {"type": "text", "text": text}]})
     return out
 
 

@@ -8,7 +8,11 @@ decides, from the family's declared frame and the model's :class:`~pointfail.run
 processor resized it* with ``smart_resize``):
 
 * budget declared (``max_pixels``, or ``pixel_budget = "family"``: see :func:`budget_for`),
-  ``resize = "client"`` (default): the client resizes the image to
+  ``resize = "auto"`` (default): planned as ``"server"`` below (the original sent as it is; the
+  server's processor makes the ``smart_resize`` itself, which the per-size token check in
+  :mod:`pointfail.running.served.backend` confirms); the backend replans as ``"client"`` for an image
+  whose format it does not pass through, and when the server reports no token usage.
+* budget declared, ``resize = "client"``: the client resizes the image to
   ``smart_resize(H, W, factor, min_pixels, max_pixels)`` itself and sends that, so the server's own
   ``smart_resize`` is the identity; the recorded model-input size is the server's ``smart_resize`` of
   the sent size (equal to it; when it is not, the note says so and the recorded size is the server's).
@@ -109,13 +113,15 @@ def documented_downscale(size: Size, long_edge: Optional[int]) -> Size:
     return (max(1, round(w * s)), max(1, round(h * s)))
 
 
-def plan_input(family: Any, image_size: Size, options: ServedOptions) -> InputPlan:
+def plan_input(family: Any, image_size: Size, options: ServedOptions, resize: Optional[str] = None) -> InputPlan:
     """Decide the image to send and the sizes to record (rules in the module docstring).
 
     Args:
         family: the :class:`pointfail.families.Family` (its frame kind and ``resize`` settings).
         image_size: ``(W, H)`` of the original image in pixels.
         options: the model's options (preset already applied).
+        resize: ``"auto"``, ``"client"`` or ``"server"`` in place of ``options.resize`` (the
+            backend's fallback from ``"auto"`` to ``"client"``); ``"auto"`` plans as ``"server"``.
 
     Returns:
         An :class:`InputPlan`.
@@ -134,7 +140,7 @@ def plan_input(family: Any, image_size: Size, options: ServedOptions) -> InputPl
                              "pixel budget of the server's processor not declared (options max_pixels, "
                              "or pixel_budget = \"family\"): "
                              "model-input size unknown, not guessed")
-        if options.resize == "client":
+        if (resize or options.resize) == "client":
             send = budget.resize(capped)
             seen = budget.resize(documented_downscale(send, options.downscale_long_edge))
             note = None if seen == send else (f"server's smart_resize of the sent {send[0]}x{send[1]} is "

@@ -45,10 +45,16 @@ class ServedOptions(BaseModel):
         temperature: sampling temperature (0: greedy on servers that map it so, e.g. vLLM,
             ``transformers serve``). seed: request seed, when set.
         max_tokens: response cap; overrides the study's ``max_new_tokens`` when set.
-        resize: for resized-pixel frames (Qwen2.5-VL and models built on it): ``"client"`` sends the
-            image already at the processor's ``smart_resize`` size for the declared budget, so the
-            server's resize is the identity; ``"server"`` sends the original and records the size the
-            server's ``smart_resize`` makes under the declared budget.
+        resize: for resized-pixel frames (Qwen2.5-VL and models built on it): ``"auto"`` (default)
+            sends the image file's bytes as they are when the server's processor resizes it itself
+            (a PNG or JPEG: no decode, no resize, no re-encode), records the size the server's
+            ``smart_resize`` makes under the declared budget and confirms it per size with the
+            server's ``usage.prompt_tokens`` (the frame check); it resizes on the client as
+            ``"client"`` does for another format, and for every image once the server reports no
+            usage (the frame would otherwise be assumed). ``"client"`` always sends the image already
+            at the processor's ``smart_resize`` size for the declared budget, so the server's resize
+            is the identity (for servers that report no usage). ``"server"`` always sends the
+            original (PNG/JPEG as they are, other formats decoded and sent as PNG at their size).
         factor, min_pixels, max_pixels: the server processor's pixel budget (``smart_resize``); the
             budget is known when ``max_pixels`` is given (``factor`` and ``min_pixels`` default to the
             family's ``resize`` settings, ``min_pixels`` else to 3136).
@@ -80,7 +86,7 @@ class ServedOptions(BaseModel):
     temperature: float = Field(default=0.0, ge=0)
     seed: Optional[int] = None
     max_tokens: Optional[int] = Field(default=None, ge=1)
-    resize: Literal["client", "server"] = "client"
+    resize: Literal["auto", "client", "server"] = "auto"
     factor: Optional[int] = Field(default=None, ge=1)
     min_pixels: Optional[int] = Field(default=None, ge=1)
     max_pixels: Optional[int] = Field(default=None, ge=1)
