@@ -89,20 +89,7 @@ def read_lock(path: str | Path) -> dict[str, Any]:
             problems.append(f"{kind}: not an object")
             continue
         for name, entry in entries.items():
-            if not isinstance(entry, dict) or not COMMIT_ID.match(str(entry.get("revision", ""))) \
-                    or not isinstance(entry.get("files"), dict):
-                problems.append(f"{kind}.{name}: needs repo_id, repo_type, a 40-hex revision and files")
-                continue
-            bad = [f for f, h in entry["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
-                   or f.startswith("/") or ".." in f.split("/")]
-            if bad:
-                problems.append(f"{kind}.{name}: bad file entries {bad[:3]}")
-            archives = entry.get("archives", {})
-            if not isinstance(archives, dict) or any(
-                    a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
-                    or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
-                    for a, v in archives.items()):
-                problems.append(f"{kind}.{name}: archives must map a locked file to its sha256 and member list")
+            problems += _entry_problems(f"{kind}.{name}", entry)
     judges = data.get("judge", {})
     if not isinstance(judges, dict) or any(not isinstance(v, dict) or not isinstance(v.get("model"), str)
                                            or not isinstance(v.get("digest"), str) for v in judges.values()):
@@ -110,6 +97,31 @@ def read_lock(path: str | Path) -> dict[str, Any]:
     if problems:
         raise LockError(f"{p}:\n  " + "\n  ".join(problems))
     return data
+
+
+def _entry_problems(where: str, entry: Any) -> list[str]:
+    """What breaks the lock format in one ``benchmarks`` or ``models`` entry, one line each prefixed with
+    ``where`` (``kind.name``); empty when it holds.
+
+    The entry needs a 40-hex ``revision`` and a ``files`` object; each file maps a relative path (no
+    leading ``/``, no ``..`` part) to a 64-hex sha256; ``archives`` (optional) maps a locked file to its
+    ``sha256`` (the same as in ``files``) and its ``members`` (a list of names).
+    """
+    if not isinstance(entry, dict) or not COMMIT_ID.match(str(entry.get("revision", ""))) \
+            or not isinstance(entry.get("files"), dict):
+        return [f"{where}: needs repo_id, repo_type, a 40-hex revision and files"]
+    problems = []
+    bad = [f for f, h in entry["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
+           or f.startswith("/") or ".." in f.split("/")]
+    if bad:
+        problems.append(f"{where}: bad file entries {bad[:3]}")
+    archives = entry.get("archives", {})
+    if not isinstance(archives, dict) or any(
+            a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
+            or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
+            for a, v in archives.items()):
+        problems.append(f"{where}: archives must map a locked file to its sha256 and member list")
+    return problems
 
 
 def write_lock(path: str | Path, lock: dict[str, Any]) -> None:
