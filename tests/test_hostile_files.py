@@ -150,3 +150,31 @@ def test_deep_json_in_a_study_lock_and_benchmark_metadata_is_a_clear_error(tmp_p
         read_jsonl(meta, "b")
     with pytest.raises(BenchmarkError, match="nested too deeply"):
         read_json(lock, "b")
+
+
+def test_a_study_lock_breaking_the_format_names_every_entry(tmp_path):
+    """read_lock lists every broken entry, one line each, and refuses the lock; a well-formed one comes back."""
+    from pointfail.inputs.studylock import SCHEMA, LockError, read_lock
+
+    rev, h = "a" * 40, "b" * 64
+    good = {"repo_id": "o/r", "repo_type": "dataset", "revision": rev, "files": {"d/x.zip": h},
+            "archives": {"d/x.zip": {"sha256": h, "members": ["m.png"]}}}
+    lock = tmp_path / "study.lock"
+    lock.write_text(json.dumps({"schema": SCHEMA, "benchmarks": {"ok": good}, "judge": {"j": {"model": "m", "digest": "d"}}}))
+    assert read_lock(lock)["benchmarks"]["ok"] == good and read_lock(lock)["models"] == {}
+    lock.write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(LockError, match="not a "):
+        read_lock(lock)
+    lock.write_text(json.dumps({"schema": SCHEMA, "models": [], "benchmarks": {
+        "short": {"revision": "main", "files": {}},
+        "paths": {**good, "files": {"/abs": h, "a/../b": h, "c": "nothex"}, "archives": {}},
+        "arch": {**good, "archives": {"d/x.zip": {"sha256": "0" * 64, "members": []}}}},
+        "judge": {"j": {"model": 1}}}))
+    with pytest.raises(LockError) as e:
+        read_lock(lock)
+    assert str(e.value).split("\n  ")[1:] == [
+        "benchmarks.short: needs repo_id, repo_type, a 40-hex revision and files",
+        "benchmarks.paths: bad file entries ['/abs', 'a/../b', 'c']",
+        "benchmarks.arch: archives must map a locked file to its sha256 and member list",
+        "models: not an object",
+        "judge: must map a judge to its model and digest"]

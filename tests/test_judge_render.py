@@ -116,3 +116,14 @@ def test_target_region_renders_like_target(noise_image):
     t = Target(kind="boxes", boxes=[[10, 20, 30.5, 40]])
     region = TargetRegion.from_target(t, (160, 120))
     assert render_miss(path, region, (0.9, 0.9)) == render_miss(path, t, (0.9, 0.9))
+
+
+def test_target_raster_boxes_and_mask_errors(tmp_path):
+    r = target_raster(Target(kind="boxes", boxes=[[2, 3, 5, 4], [30, 30, 40, 40]]), (10, 8))
+    assert r.shape == (8, 10) and int(r.sum()) == 4 * 2  # columns 2..5, rows 3..4; the second box is outside
+    assert r[3:5, 2:6].all()
+    with pytest.raises(ValueError, match="without mask_path"):
+        target_raster(Target(kind="mask"), (10, 8))
+    Image.fromarray(np.full((8, 9), 255, np.uint8)).save(tmp_path / "m.png")
+    with pytest.raises(ValueError, match="9x8"):
+        target_raster(Target(kind="mask", mask_path="m.png"), (10, 8), base_dir=tmp_path)

@@ -335,3 +335,48 @@ def test_an_engine_the_runner_starts_does_not_inherit_the_callers_temporary_fold
     assert engine.ensure_engine(timeout=5, log_path=tmp_path / "dockerd.log") == "client"
     assert seen["argv"] == ["/usr/sbin/dockerd"]
     assert not {"TMPDIR", "TEMP", "TMP"} & set(seen["env"]) and seen["env"]["PATH_SEEN_BY_DOCKERD"] == "yes"
+
+
+def test_missing_inputs_names_data_weights_manifests_revisions_and_a_broken_lock(tmp_path):
+    """The source study with a broken lock, one benchmark's data and three weights folders present, and
+    molmo-7b-d's weights_manifest taken out: every line names what is missing and the command that
+    brings it (paths shown relative to the checkout)."""
+    from pointfail.inputs.study import Roots
+    from pointfail_runner.study import load_study, missing_inputs
+
+    repo = Path(__file__).resolve().parents[1]
+    sd = tmp_path / "records" / "s"
+    sd.mkdir(parents=True)
+    text = (repo / "records/pointfail-vlm/study.toml").read_text(encoding="utf-8")
+    manifest = 'weights_manifest = "weights/molmo-7b-d.manifest.json"  # written by the first weights fetch\n'
+    assert manifest in text
+    (sd / "study.toml").write_text(text.replace(manifest, ""), encoding="utf-8")
+    (sd / "study.lock").write_text("{not json")
+    (tmp_path / "data" / "where2place").mkdir(parents=True)
+    for w in ("MolmoE-1B-0924", "Qwen2.5-VL-3B-Instruct", "InternVL3-2B-hf"):
+        (tmp_path / "weights" / w).mkdir(parents=True)
+
+    def lines():
+        s = load_study(sd / "study.toml")
+        roots = Roots.for_study(s, tmp_path, data=tmp_path / "data", weights=tmp_path / "weights")
+        return missing_inputs(s, s.models, s.benchmarks, roots, repo=tmp_path, require_revisions=True)
+
+    st = "--study records/s/study.toml"
+    fetch = {m: f"pointfail weights fetch {m} {st} --to weights/{w}" for m, w in [
+        ("molmo-7b-d", "Molmo-7B-D-0924"), ("molmoe-1b", "MolmoE-1B-0924"), ("internvl3-2b", "InternVL3-2B-hf")]}
+    got = lines()
+    assert got[0].startswith(f"study lock: {sd / 'study.lock'}: cannot read the study lock: ")
+    assert got[1:] == [
+        f"data for point-bench: data/point-bench <- pointfail data fetch point-bench {st} --to data/point-bench",
+        f"data for refspatial: data/refspatial <- pointfail data fetch refspatial {st} --to data/refspatial",
+        "weights manifest for molmo-7b-d: family molmo runs the checkpoint's own code; name one in the study "
+        f"(weights_manifest = \"weights/molmo-7b-d.manifest.json\"): {fetch['molmo-7b-d']} writes it at the first fetch",
+        f"weights for molmo-7b-d (allenai/Molmo-7B-D-0924): weights/Molmo-7B-D-0924 <- {fetch['molmo-7b-d']}",
+        f"weights manifest for molmoe-1b: records/s/weights/molmoe-1b.manifest.json <- {fetch['molmoe-1b']}",
+        f"revision molmoe-1b: neither pinned in records/s/study.toml nor in its lock <- {fetch['molmoe-1b']}",
+        f"revision internvl3-2b: neither pinned in records/s/study.toml nor in its lock <- {fetch['internvl3-2b']}"]
+    # with its manifest named again, molmo-7b-d's missing weights line names the manifest too
+    (sd / "study.toml").write_text(text, encoding="utf-8")
+    assert [ln for ln in lines() if ln.startswith(("weights for molmo-7b-d", "weights manifest for molmo-7b-d"))] == [
+        "weights for molmo-7b-d (allenai/Molmo-7B-D-0924): weights/Molmo-7B-D-0924 and its weights manifest "
+        f"records/s/weights/molmo-7b-d.manifest.json <- {fetch['molmo-7b-d']}"]

@@ -549,60 +549,97 @@ def official_score(sample: Sample, parse: Optional[ParseResult], region: Any = N
         MaskError: the mask file of a mask benchmark cannot be read.
         ValueError: a benchmark that names an unknown rule.
     """
-    bench = sample.benchmark
-    name = rule if rule is not None else benchmark_rule(bench)
+    name = rule if rule is not None else benchmark_rule(sample.benchmark)
     target = sample.target
     ev = target.eval or {}
     box_rule = target.kind == "boxes" and bool(target.boxes) and ev.get("type") in ("point_in_bbox", "iou")
     if parse is None and raw_text is None:
-        if name == "point-bench" and target.kind == "mask":
-            counting = sample.metadata.get("category") == "counting"
-            return OfficialScore(rule=RULES["point-bench-counting" if counting else "point-bench"], score=0.0,
-                                 note="no answer: a failure in the script's total")
-        if box_rule:
-            return OfficialScore(rule=_box_rule_name(bench, ev, name), score=0.0, note=_NO_ANSWER_WRONG)
-        if name == "where2place" and target.kind == "mask":
-            return OfficialScore(rule=RULES["where2place"], score=None, note=_LEFT_OUT_NO_ANSWER)
-        if name == "refspatial" and target.kind == "mask":
-            return OfficialScore(rule=RULES["refspatial"].format(reader=roborefer_reader(family)), score=None,
-                                 note=_LEFT_OUT_NO_ANSWER)
-        return None
+        return _no_answer_score(sample, name, box_rule, family)
     if name in ("where2place", "refspatial") and target.kind == "mask":
         return _mask_rule(sample, parse, raw_text, family, name)
     if name == "point-bench" and target.kind == "mask":
         return _point_bench(sample, parse, raw_text, family)
+    if not box_rule:
+        return None
     if parse is None:  # a reply pointfail could not convert: the box rules read pointfail's parse
-        return OfficialScore(rule=_box_rule_name(bench, ev, name), score=0.0, note=_NO_ANSWER_WRONG) if box_rule else None
-    if box_rule:
-        W, H = sample.image.width, sample.image.height
-        box = ev.get("bbox") or target.boxes[0]  # type: ignore[index]
-        label = _box_rule_name(bench, ev, name)
-        if ev["type"] == "point_in_bbox":
-            if name == "screenspot-pro":
-                # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw;
-                # the model wrappers answer a box with its centre (pointfail's primary point)
-                from pointfail.scoring import primary_point
+        return OfficialScore(rule=_box_rule_name(sample.benchmark, ev, name), score=0.0, note=_NO_ANSWER_WRONG)
+    if ev["type"] == "point_in_bbox":
+        return _point_in_box_score(sample, parse, name)
+    return _iou_box_score(sample, parse, name)
 
-                x0, y0, x1, y1 = (float(v) for v in box)
-                pt = primary_point(parse)
-                if pt is None:
-                    return OfficialScore(rule=label, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
-                ok = (x0 / W <= pt[0] <= x1 / W) and (y0 / H <= pt[1] <= y1 / H)
-            else:
-                kind = _frame_kind(parse)
-                ok = bool(parse.points) and point_in_box(
-                    (rule_pixel(parse.points[0][0], W, kind), rule_pixel(parse.points[0][1], H, kind)), box)
-            return OfficialScore(rule=label, score=1.0 if ok else 0.0)
-        cov, prec = float(ev.get("min_coverage", 0.9)), float(ev.get("min_precision", 0.7))
-        pred = None
-        if parse.boxes:
-            kind = _frame_kind(parse)
-            b = parse.boxes[0]
-            pred = [rule_pixel(b[0], W, kind), rule_pixel(b[1], H, kind), rule_pixel(b[2], W, kind),
-                    rule_pixel(b[3], H, kind)]
-        bs = box_score(pred, box, cov, prec)
-        return OfficialScore(rule=label, score=1.0 if bs.box_class == "hit" else 0.0)
+
+def _no_answer_score(sample: Sample, name: Optional[str], box_rule: bool,
+                     family: Optional[str]) -> Optional[OfficialScore]:
+    """The official score of a sample with no answer at all (no parse and no reply text).
+
+    Point-Bench (its counting category under its own rule name) and the box rules (ScreenSpot-Pro,
+    point_in_bbox, IoU) count it wrong: score 0. Where2Place's and RefSpatial's scripts leave it out of
+    their mean: score ``None`` with a note. ``None`` when ``name`` (the rule's name) has no official rule
+    for the sample's target kind. ``box_rule``: the target is boxes under a ``point_in_bbox`` or ``iou``
+    eval; ``family`` picks RoboRefer's reader for the RefSpatial rule's label.
+    """
+    kind = sample.target.kind
+    if name == "point-bench" and kind == "mask":
+        counting = sample.metadata.get("category") == "counting"
+        return OfficialScore(rule=RULES["point-bench-counting" if counting else "point-bench"], score=0.0,
+                             note="no answer: a failure in the script's total")
+    if box_rule:
+        return OfficialScore(rule=_box_rule_name(sample.benchmark, sample.target.eval or {}, name), score=0.0,
+                             note=_NO_ANSWER_WRONG)
+    if name == "where2place" and kind == "mask":
+        return OfficialScore(rule=RULES["where2place"], score=None, note=_LEFT_OUT_NO_ANSWER)
+    if name == "refspatial" and kind == "mask":
+        return OfficialScore(rule=RULES["refspatial"].format(reader=roborefer_reader(family)), score=None,
+                             note=_LEFT_OUT_NO_ANSWER)
     return None
+
+
+def _point_in_box_score(sample: Sample, parse: ParseResult, name: Optional[str]) -> OfficialScore:
+    """Score 1/0 of a ``point_in_bbox`` box target (the eval's ``bbox`` or the first target box, pixels
+    ``[x0, y0, x1, y1]`` in the image frame).
+
+    ScreenSpot-Pro (``eval_sample_positive_gt``): the box divided by the image size, pointfail's primary
+    point (a box answer's centre, in the unit square) compared raw; no point is ``wrong_format``
+    (:data:`SCREENSPOT_WRONG_FORMAT`). The other rules: the first parsed point, read in pixels through
+    :func:`rule_pixel` for the parse's frame kind, inside the box (:func:`point_in_box`).
+    """
+    W, H = sample.image.width, sample.image.height
+    ev = sample.target.eval or {}
+    box = ev.get("bbox") or sample.target.boxes[0]  # type: ignore[index]
+    label = _box_rule_name(sample.benchmark, ev, name)
+    if name == "screenspot-pro":
+        # eval_sample_positive_gt: the box divided by img_size, the normalized point compared raw;
+        # the model wrappers answer a box with its centre (pointfail's primary point)
+        from pointfail.scoring import primary_point
+
+        x0, y0, x1, y1 = (float(v) for v in box)
+        pt = primary_point(parse)
+        if pt is None:
+            return OfficialScore(rule=label, score=0.0, note=SCREENSPOT_WRONG_FORMAT)
+        ok = (x0 / W <= pt[0] <= x1 / W) and (y0 / H <= pt[1] <= y1 / H)
+    else:
+        kind = _frame_kind(parse)
+        ok = bool(parse.points) and point_in_box(
+            (rule_pixel(parse.points[0][0], W, kind), rule_pixel(parse.points[0][1], H, kind)), box)
+    return OfficialScore(rule=label, score=1.0 if ok else 0.0)
+
+
+def _iou_box_score(sample: Sample, parse: ParseResult, name: Optional[str]) -> OfficialScore:
+    """Score 1/0 of an ``iou`` box target: the first parsed box, read in pixels through :func:`rule_pixel`,
+    is a hit under :func:`box_score` with the eval's ``min_coverage`` (default 0.9) and ``min_precision``
+    (default 0.7); no parsed box is a miss."""
+    W, H = sample.image.width, sample.image.height
+    ev = sample.target.eval or {}
+    box = ev.get("bbox") or sample.target.boxes[0]  # type: ignore[index]
+    cov, prec = float(ev.get("min_coverage", 0.9)), float(ev.get("min_precision", 0.7))
+    pred = None
+    if parse.boxes:
+        kind = _frame_kind(parse)
+        b = parse.boxes[0]
+        pred = [rule_pixel(b[0], W, kind), rule_pixel(b[1], H, kind), rule_pixel(b[2], W, kind),
+                rule_pixel(b[3], H, kind)]
+    bs = box_score(pred, box, cov, prec)
+    return OfficialScore(rule=_box_rule_name(sample.benchmark, ev, name), score=1.0 if bs.box_class == "hit" else 0.0)
 
 
 _LEFT_OUT_NO_ANSWER = "no answer: the script leaves it out of its mean"

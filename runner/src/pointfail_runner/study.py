@@ -135,7 +135,6 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
     (``serve``): then its checkpoint folder, and for ``engine = "vllm"`` a GPU and the image's vllm
     lock. Empty when the study can run. The one check ``pointfail-runner run``, ``submit`` and ``make
     reproduce`` make."""
-    from pointfail.families import get_family
     from pointfail.inputs.studylock import LockError, lock_path, read_lock
 
     repo = Path(repo).resolve()
@@ -147,46 +146,69 @@ def missing_inputs(study: Any, models: list, benchmarks: list, roots: Roots, *, 
         locked = {}
         missing.append(f"study lock: {e}")
     for b in benchmarks:
-        d = roots.data_dir(b)
-        if d.is_dir():
-            continue
-        shown = _shown(d, repo)
-        if b.generator:
-            from pointfail.generated.suites import generate_command
-
-            cmd = generate_command(b.generator, b.n, b.seed, b.absent_share, str(shown))
-            missing.append(f"data for {b.name}: {shown} <- make data STUDY={study.name}"
-                           + (f" (or without Docker: {cmd})" if cmd else ""))
-        else:
-            missing.append(f"data for {b.name}: {shown} <- pointfail data fetch {b.name} --study {study_file} "
-                           f"--to {shown}")
+        missing.extend(_data_missing(b, roots, repo, study.name, study_file))
     for m in models:
         if isinstance(m, ServerModel):
             missing.extend(_serve_missing(m, roots, repo, study_file))
-            continue
-        fam = get_family(m.family)
-        if fam.backend is None:
-            missing.append(f"model {m.name}: family {m.family} has no worker backend")
-        w = roots.weights_dir(m) if needs_weights(m) else None
-        fetch = f"pointfail weights fetch {m.name} --study {study_file}" + (f" --to {_shown(w, repo)}" if w else "")
-        if fam.backend in REMOTE_CODE_BACKENDS and not m.weights_manifest:
-            missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
-                           f"name one in the study (weights_manifest = \"weights/{m.name}.manifest.json\"): "
-                           f"{fetch} writes it at the first fetch")
-        man = (inside(study.file.parent, m.weights_manifest, f"models {m.name!r} weights_manifest")
-               if m.weights_manifest else None)
-        man_missing = man is not None and not man.is_file()
-        man_shown = _shown(man, repo) if man is not None else ""
-        if w is not None and not w.is_dir():
-            also = f" and its weights manifest {man_shown}" if man_missing else ""
-            missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {_shown(w, repo)}{also} <- {fetch}")
-            continue
-        if man_missing:
-            missing.append(f"weights manifest for {m.name}: {man_shown} <- {fetch}")
-        if w is None:
-            continue
-        if require_revisions and not m.revision and m.name not in locked:
-            missing.append(f"revision {m.name}: neither pinned in {study_file} nor in its lock <- {fetch}")
+        else:
+            missing.extend(_weights_missing(m, study, roots, repo, study_file,
+                                            revision_needed=require_revisions and m.name not in locked))
+    return missing
+
+
+def _data_missing(b: Any, roots: Roots, repo: Path, study_name: str, study_file: Any) -> list[str]:
+    """The line for benchmark ``b`` when its data folder (``roots.data_dir``) is absent (empty list when
+    present): a generated suite's ``make data STUDY=...`` (with the ``pointfail generate`` command where
+    the suite draws without Docker), another benchmark's ``pointfail data fetch``. Paths are shown
+    relative to ``repo`` where inside it."""
+    d = roots.data_dir(b)
+    if d.is_dir():
+        return []
+    shown = _shown(d, repo)
+    if b.generator:
+        from pointfail.generated.suites import generate_command
+
+        cmd = generate_command(b.generator, b.n, b.seed, b.absent_share, str(shown))
+        return [f"data for {b.name}: {shown} <- make data STUDY={study_name}"
+                + (f" (or without Docker: {cmd})" if cmd else "")]
+    return [f"data for {b.name}: {shown} <- pointfail data fetch {b.name} --study {study_file} --to {shown}"]
+
+
+def _weights_missing(m: Any, study: Any, roots: Roots, repo: Path, study_file: Any, *,
+                     revision_needed: bool) -> list[str]:
+    """What worker model ``m`` lacks, one line each: a worker backend for its family; a weights manifest
+    the study must name (:data:`REMOTE_CODE_BACKENDS`); its weights folder (with the manifest when that
+    is missing too); the manifest file alone; and, with ``revision_needed`` (the caller asks for
+    revisions and the study lock does not hold one), a revision when the study pins none. Each with the
+    ``pointfail weights fetch`` command that provides it.
+
+    Raises:
+        StudyError: the study's ``weights_manifest`` leaves the study's folder (:func:`inside`).
+    """
+    from pointfail.families import get_family
+
+    missing = []
+    fam = get_family(m.family)
+    if fam.backend is None:
+        missing.append(f"model {m.name}: family {m.family} has no worker backend")
+    w = roots.weights_dir(m) if needs_weights(m) else None
+    fetch = f"pointfail weights fetch {m.name} --study {study_file}" + (f" --to {_shown(w, repo)}" if w else "")
+    if fam.backend in REMOTE_CODE_BACKENDS and not m.weights_manifest:
+        missing.append(f"weights manifest for {m.name}: family {m.family} runs the checkpoint's own code; "
+                       f"name one in the study (weights_manifest = \"weights/{m.name}.manifest.json\"): "
+                       f"{fetch} writes it at the first fetch")
+    man = (inside(study.file.parent, m.weights_manifest, f"models {m.name!r} weights_manifest")
+           if m.weights_manifest else None)
+    man_missing = man is not None and not man.is_file()
+    man_shown = _shown(man, repo) if man is not None else ""
+    if w is not None and not w.is_dir():
+        also = f" and its weights manifest {man_shown}" if man_missing else ""
+        missing.append(f"weights for {m.name} ({m.checkpoint or m.family}): {_shown(w, repo)}{also} <- {fetch}")
+        return missing
+    if man_missing:
+        missing.append(f"weights manifest for {m.name}: {man_shown} <- {fetch}")
+    if w is not None and revision_needed and not m.revision:
+        missing.append(f"revision {m.name}: neither pinned in {study_file} nor in its lock <- {fetch}")
     return missing
 
 

@@ -89,20 +89,7 @@ def read_lock(path: str | Path) -> dict[str, Any]:
             problems.append(f"{kind}: not an object")
             continue
         for name, entry in entries.items():
-            if not isinstance(entry, dict) or not COMMIT_ID.match(str(entry.get("revision", ""))) \
-                    or not isinstance(entry.get("files"), dict):
-                problems.append(f"{kind}.{name}: needs repo_id, repo_type, a 40-hex revision and files")
-                continue
-            bad = [f for f, h in entry["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
-                   or f.startswith("/") or ".." in f.split("/")]
-            if bad:
-                problems.append(f"{kind}.{name}: bad file entries {bad[:3]}")
-            archives = entry.get("archives", {})
-            if not isinstance(archives, dict) or any(
-                    a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
-                    or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
-                    for a, v in archives.items()):
-                problems.append(f"{kind}.{name}: archives must map a locked file to its sha256 and member list")
+            problems += _entry_problems(f"{kind}.{name}", entry)
     judges = data.get("judge", {})
     if not isinstance(judges, dict) or any(not isinstance(v, dict) or not isinstance(v.get("model"), str)
                                            or not isinstance(v.get("digest"), str) for v in judges.values()):
@@ -110,6 +97,31 @@ def read_lock(path: str | Path) -> dict[str, Any]:
     if problems:
         raise LockError(f"{p}:\n  " + "\n  ".join(problems))
     return data
+
+
+def _entry_problems(where: str, entry: Any) -> list[str]:
+    """What breaks the lock format in one ``benchmarks`` or ``models`` entry, one line each prefixed with
+    ``where`` (``kind.name``); empty when it holds.
+
+    The entry needs a 40-hex ``revision`` and a ``files`` object; each file maps a relative path (no
+    leading ``/``, no ``..`` part) to a 64-hex sha256; ``archives`` (optional) maps a locked file to its
+    ``sha256`` (the same as in ``files``) and its ``members`` (a list of names).
+    """
+    if not isinstance(entry, dict) or not COMMIT_ID.match(str(entry.get("revision", ""))) \
+            or not isinstance(entry.get("files"), dict):
+        return [f"{where}: needs repo_id, repo_type, a 40-hex revision and files"]
+    problems = []
+    bad = [f for f, h in entry["files"].items() if not isinstance(h, str) or not _HEX64.match(h)
+           or f.startswith("/") or ".." in f.split("/")]
+    if bad:
+        problems.append(f"{where}: bad file entries {bad[:3]}")
+    archives = entry.get("archives", {})
+    if not isinstance(archives, dict) or any(
+            a not in entry["files"] or not isinstance(v, dict) or v.get("sha256") != entry["files"][a]
+            or not isinstance(v.get("members"), list) or not all(isinstance(m, str) for m in v["members"])
+            for a, v in archives.items()):
+        problems.append(f"{where}: archives must map a locked file to its sha256 and member list")
+    return problems
 
 
 def write_lock(path: str | Path, lock: dict[str, Any]) -> None:
@@ -185,20 +197,67 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
         raise ValueError(f"kind must be one of {KINDS}")
     if pinned is not None and not COMMIT_ID.match(pinned):
         raise LockError(f"{name}: pinned revision {pinned!r} is not a 40-hex commit (branches and tags move)")
-    lock = read_lock(lock_file)
-    entry = lock[kind].get(name)
+    entry = read_lock(lock_file)[kind].get(name)
+    rev = _locked_revision(entry, kind=kind, name=name, repo_id=repo_id, repo_type=repo_type,
+                           lock_file=lock_file, pinned=pinned, log=log)
+    out = Path(dest)
+    expected = _download(name, repo_id, repo_type, rev, out, allow_patterns)
+    files = {rel: sha256_file(out / rel) for rel in sorted(expected)}
+    archives = _archives(out, files, name)
+    new: dict[str, Any] = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
+    if archives:
+        new["archives"] = archives
     if entry is not None:
-        if entry.get("repo_id") != repo_id or entry.get("repo_type") != repo_type:
-            raise LockError(f"{lock_file}: {kind}.{name} is locked to {entry.get('repo_type')} {entry.get('repo_id')}, "
-                            f"the study names {repo_type} {repo_id}; remove the entry to re-lock")
-        if pinned is not None and pinned != entry["revision"]:
-            raise LockError(f"{lock_file}: {kind}.{name} is locked at {entry['revision']}, the study pins {pinned}; "
-                            "remove the entry to re-lock")
-        rev = entry["revision"]
-        log(f"[lock] {name}: {repo_id}@{rev} (from {Path(lock_file).name})")
-    else:
+        diff = _lock_differences(entry, files, archives)
+        if diff:
+            raise LockError(f"{name}: refusing {repo_id}@{rev}: {len(diff)} file(s) do not match {lock_file}:\n  "
+                            + "\n  ".join(diff[:20]))
+        log(f"[lock] {name}: {len(files)} files match the lock")
+        return entry
+    lock = read_lock(lock_file)  # re-read: another fetch may have locked another entry meanwhile
+    lock[kind][name] = new
+    write_lock(lock_file, lock)
+    log(f"[lock] {name}: locked {len(files)} files at {rev} in {lock_file}")
+    return new
+
+
+def _locked_revision(entry: Optional[dict[str, Any]], *, kind: str, name: str, repo_id: str, repo_type: str,
+                     lock_file: str | Path, pinned: Optional[str], log) -> str:
+    """The 40-hex commit to download: the lock ``entry``'s (``None``: not locked yet), else ``pinned``,
+    else ``main`` resolved on the hub (:func:`resolve_revision`); the choice is logged.
+
+    Raises:
+        LockError: the entry names another repository, or another commit than ``pinned`` (remove the
+            entry to re-lock); resolving ``main`` failed.
+    """
+    if entry is None:
         rev = pinned or resolve_revision(repo_id, repo_type)
         log(f"[lock] {name}: {repo_id}@{rev} ({'pinned' if pinned else 'resolved from main'}; not locked yet)")
+        return rev
+    if entry.get("repo_id") != repo_id or entry.get("repo_type") != repo_type:
+        raise LockError(f"{lock_file}: {kind}.{name} is locked to {entry.get('repo_type')} {entry.get('repo_id')}, "
+                        f"the study names {repo_type} {repo_id}; remove the entry to re-lock")
+    if pinned is not None and pinned != entry["revision"]:
+        raise LockError(f"{lock_file}: {kind}.{name} is locked at {entry['revision']}, the study pins {pinned}; "
+                        "remove the entry to re-lock")
+    rev = entry["revision"]
+    log(f"[lock] {name}: {repo_id}@{rev} (from {Path(lock_file).name})")
+    return rev
+
+
+def _download(name: str, repo_id: str, repo_type: str, rev: str, out: Path,
+              allow_patterns: Optional[tuple[str, ...]]) -> dict[str, Any]:
+    """Download ``repo_id@rev`` (the files ``allow_patterns`` match; ``None``: all) into ``out`` with
+    ``huggingface_hub.snapshot_download``, check every file against the hub's record
+    (:func:`hub_expected_files`, :func:`pointfail.inputs.benchmarks.fetch.verify_files`), and remove the
+    client's bookkeeping (``out/.cache/huggingface``; ``out/.cache`` too when that leaves it empty) so the
+    folder holds only the repository's files (a remote-code checkpoint loads only from a folder matching
+    its manifest). Returns the hub's record of the expected files, keyed by relative path.
+
+    Raises:
+        LockError: offline (HF_HUB_OFFLINE), the hub refused or the transport failed, no file matches
+            ``allow_patterns``, or a downloaded file differs from the hub's record (up to 20 named).
+    """
     if hub_offline():
         raise LockError(f"{name}: offline (HF_HUB_OFFLINE is set); cannot download {repo_id}@{rev}")
     from pointfail.extras import require
@@ -209,7 +268,6 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
 
     from pointfail.inputs.benchmarks.fetch import verify_files
 
-    out = Path(dest)
     try:
         info = HfApi().repo_info(repo_id, repo_type=repo_type, revision=rev, files_metadata=True)
         expected = hub_expected_files(info, allow_patterns)
@@ -223,39 +281,31 @@ def fetch_locked(*, kind: str, name: str, repo_id: str, repo_type: str, dest: st
     if problems:
         raise LockError(f"{name}: {len(problems)} file(s) differ from the hub's record of {repo_id}@{rev}:\n  "
                         + "\n  ".join(problems[:20]))
-    # snapshot_download keeps its bookkeeping in <dest>/.cache/huggingface; a weights folder must hold
-    # only the repository's files (a remote-code checkpoint loads only from a folder matching its manifest)
     import shutil
 
     shutil.rmtree(out / ".cache" / "huggingface", ignore_errors=True)
     if (out / ".cache").is_dir() and not any((out / ".cache").iterdir()):
         (out / ".cache").rmdir()
-    files = {rel: sha256_file(out / rel) for rel in sorted(expected)}
-    archives = _archives(out, files, name)
-    new: dict[str, Any] = {"repo_id": repo_id, "repo_type": repo_type, "revision": rev, "files": files}
-    if archives:
-        new["archives"] = archives
-    if entry is not None:
-        locked = entry["files"]
-        diff = [f"{rel}: sha256 {files[rel]} != locked {locked[rel]}" for rel in sorted(set(files) & set(locked))
-                if files[rel] != locked[rel]]
-        diff += [f"{rel}: not in the lock" for rel in sorted(set(files) - set(locked))]
-        diff += [f"{rel}: locked but not served" for rel in sorted(set(locked) - set(files))]
-        for a in sorted(set(archives) & set(entry.get("archives", {}))):
-            want, got = set(entry["archives"][a]["members"]), set(archives[a]["members"])
-            if want != got:
-                diff.append(f"{a}: members differ from the lock ({len(got - want)} not locked, e.g. "
-                            f"{sorted(got - want)[:3]}; {len(want - got)} missing, e.g. {sorted(want - got)[:3]})")
-        if diff:
-            raise LockError(f"{name}: refusing {repo_id}@{rev}: {len(diff)} file(s) do not match {lock_file}:\n  "
-                            + "\n  ".join(diff[:20]))
-        log(f"[lock] {name}: {len(files)} files match the lock")
-        return entry
-    lock = read_lock(lock_file)  # re-read: another fetch may have locked another entry meanwhile
-    lock[kind][name] = new
-    write_lock(lock_file, lock)
-    log(f"[lock] {name}: locked {len(files)} files at {rev} in {lock_file}")
-    return new
+    return expected
+
+
+def _lock_differences(entry: dict[str, Any], files: dict[str, str],
+                      archives: dict[str, dict[str, Any]]) -> list[str]:
+    """How the downloaded ``files`` (relative path -> sha256) and ``archives`` (:func:`_archives`) differ
+    from the lock ``entry``, one line each: a different sha256, a file not in the lock, a locked file not
+    served, an archive whose member list differs (counts and up to 3 names each way). Empty: they match.
+    """
+    locked = entry["files"]
+    diff = [f"{rel}: sha256 {files[rel]} != locked {locked[rel]}" for rel in sorted(set(files) & set(locked))
+            if files[rel] != locked[rel]]
+    diff += [f"{rel}: not in the lock" for rel in sorted(set(files) - set(locked))]
+    diff += [f"{rel}: locked but not served" for rel in sorted(set(locked) - set(files))]
+    for a in sorted(set(archives) & set(entry.get("archives", {}))):
+        want, got = set(entry["archives"][a]["members"]), set(archives[a]["members"])
+        if want != got:
+            diff.append(f"{a}: members differ from the lock ({len(got - want)} not locked, e.g. "
+                        f"{sorted(got - want)[:3]}; {len(want - got)} missing, e.g. {sorted(want - got)[:3]})")
+    return diff
 
 
 def _archives(out: Path, files: dict[str, str], name: str) -> dict[str, dict[str, Any]]:

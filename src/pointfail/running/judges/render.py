@@ -78,33 +78,60 @@ def target_raster(
         OSError: the mask file cannot be read.
     """
     w, h = image_size
-    raster = np.zeros((h, w), dtype=bool)
     if target.kind == "absent":
-        return raster
+        return np.zeros((h, w), dtype=bool)
     if target.kind == "mask":
-        if not target.mask_path:
-            raise ValueError("mask target without mask_path")
-        from pointfail.geometry import load_mask  # lazy: the geometry module owns binarization
-
-        mask = np.asarray(load_mask(_resolve(target.mask_path, base_dir), expected_size=(w, h)), dtype=bool)
-        if mask.shape != (h, w):
-            raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, image is {w}x{h}")
-        return mask
+        return _mask_raster(target, (w, h), base_dir)
     if target.kind == "boxes":
-        for box in target.boxes or []:
-            cells = box_cells(box, (w, h))
-            if cells is not None:
-                c0, r0, c1, r1 = cells
-                raster[r0 : r1 + 1, c0 : c1 + 1] = True
-        return raster
+        return _boxes_raster(target.boxes or [], (w, h))
     if target.kind == "polygon":
-        canvas = Image.new("L", (w, h), 0)
-        draw = ImageDraw.Draw(canvas)
-        for poly in target.polygons or []:
-            if len(poly) >= 3:
-                draw.polygon([(float(x), float(y)) for x, y in poly], fill=1, outline=1)
-        return np.asarray(canvas, dtype=np.uint8).astype(bool)
+        return _polygons_raster(target.polygons or [], (w, h))
     raise ValueError(f"unknown target kind {target.kind!r}")
+
+
+def _mask_raster(target: Target, image_size: tuple[int, int], base_dir: Optional[Union[str, Path]]) -> np.ndarray:
+    """A ``mask`` target's mask file (``mask_path``, relative paths resolved against ``base_dir``) as a
+    boolean ``(H, W)`` raster, binarized by ``pointfail.geometry.load_mask``; ``image_size`` is ``(W, H)``.
+
+    Raises:
+        ValueError: no ``mask_path``, or the mask's size differs from the image (naming both sizes).
+        OSError: the mask file cannot be read.
+    """
+    w, h = image_size
+    if not target.mask_path:
+        raise ValueError("mask target without mask_path")
+    from pointfail.geometry import load_mask  # lazy: the geometry module owns binarization
+
+    mask = np.asarray(load_mask(_resolve(target.mask_path, base_dir), expected_size=(w, h)), dtype=bool)
+    if mask.shape != (h, w):
+        raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, image is {w}x{h}")
+    return mask
+
+
+def _boxes_raster(boxes: list, image_size: tuple[int, int]) -> np.ndarray:
+    """Boxes (``[x0, y0, x1, y1]`` in absolute pixels of the ``(W, H)`` image) as a boolean ``(H, W)``
+    raster: every pixel cell :func:`box_cells` says a box covers (inclusive); a box outside the image
+    adds nothing."""
+    w, h = image_size
+    raster = np.zeros((h, w), dtype=bool)
+    for box in boxes:
+        cells = box_cells(box, (w, h))
+        if cells is not None:
+            c0, r0, c1, r1 = cells
+            raster[r0 : r1 + 1, c0 : c1 + 1] = True
+    return raster
+
+
+def _polygons_raster(polygons: list, image_size: tuple[int, int]) -> np.ndarray:
+    """Polygons (``[[x, y], ...]`` in absolute pixels of the ``(W, H)`` image) filled with their outline by
+    PIL's ``ImageDraw.polygon``, as a boolean ``(H, W)`` raster; a polygon of fewer than 3 vertices adds
+    nothing."""
+    canvas = Image.new("L", image_size, 0)
+    draw = ImageDraw.Draw(canvas)
+    for poly in polygons:
+        if len(poly) >= 3:
+            draw.polygon([(float(x), float(y)) for x, y in poly], fill=1, outline=1)
+    return np.asarray(canvas, dtype=np.uint8).astype(bool)
 
 
 def _region_raster(region: object, image_size: tuple[int, int]) -> np.ndarray:
