@@ -313,33 +313,49 @@ def stage_images(requests: list[dict], paths: JobPaths, data_root: Optional[Path
 # ---------------------------------------------------------------------------------- permissions
 
 
+def _readable_by(p: Path, uid: int, gid: int, need: int) -> bool:
+    """Whether user ``uid``/``gid`` has the permission bits ``need`` (an octal triple such as
+    ``0o5`` for read and search, ``0o4`` for read) on ``p``, by its owner/group/other bits as
+    ``lstat`` reports them (a symlink is not followed). Raises ``OSError`` when ``p`` cannot be
+    stat'ed."""
+    st = os.lstat(p)
+    if st.st_uid == uid:
+        bits = need << 6
+    elif st.st_gid == gid:
+        bits = need << 3
+    else:
+        bits = need
+    return (stat.S_IMODE(st.st_mode) & bits) == bits
+
+
+def _first_unreadable_entry(dirpath: str, dirnames: list[str], filenames: list[str],
+                            uid: int, gid: int) -> Optional[Path]:
+    """Of one ``os.walk`` step (``dirpath`` with its ``dirnames`` and ``filenames``), the first
+    directory user ``uid``/``gid`` could not list and enter, else the first regular file it could
+    not read; ``None`` when all are readable. Symlinks and other non-regular files are skipped.
+    Raises ``OSError`` when an entry cannot be stat'ed."""
+    for d in dirnames:
+        if not os.path.islink(os.path.join(dirpath, d)) and not _readable_by(Path(dirpath, d), uid, gid, 0o5):
+            return Path(dirpath, d)
+    for f in filenames:
+        p = Path(dirpath, f)
+        if stat.S_ISREG(os.lstat(p).st_mode) and not _readable_by(p, uid, gid, 0o4):
+            return p
+    return None
+
+
 def unreadable_by(root: Path, uid: int, gid: int, limit: int = 100_000) -> Optional[Path]:
     """The first path under ``root`` (``root`` included) that user ``uid``/``gid`` could not read
     (a directory it cannot list and enter, a file it cannot read), by the permission bits; ``None``
     when all are readable. Symlinks are not followed. Stops after ``limit`` entries."""
-
-    def ok(p: Path, need: int) -> bool:
-        st = os.lstat(p)
-        if st.st_uid == uid:
-            bits = need << 6
-        elif st.st_gid == gid:
-            bits = need << 3
-        else:
-            bits = need
-        return (stat.S_IMODE(st.st_mode) & bits) == bits
-
     root = Path(root)
-    if not ok(root, 0o5):
+    if not _readable_by(root, uid, gid, 0o5):
         return root
     n = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        for d in dirnames:
-            if not os.path.islink(os.path.join(dirpath, d)) and not ok(Path(dirpath, d), 0o5):
-                return Path(dirpath, d)
-        for f in filenames:
-            p = Path(dirpath, f)
-            if stat.S_ISREG(os.lstat(p).st_mode) and not ok(p, 0o4):
-                return p
+        bad = _first_unreadable_entry(dirpath, dirnames, filenames, uid, gid)
+        if bad is not None:
+            return bad
         n += len(dirnames) + len(filenames)
         if n > limit:
             break
