@@ -204,6 +204,30 @@ def shard_items(items: list[tuple[str, str]], *, shard_size: Optional[int] = Non
     return out
 
 
+def _sample_ids(benchmarks: list, data_dirs: dict[str, Path]) -> dict[str, list[str]]:
+    """The sorted sample ids of each of ``benchmarks`` (study benchmark entries, in study order),
+    each loaded by its loader from ``data_dirs[name]`` up to its ``limit``; keyed by benchmark name.
+
+    Raises:
+        PlanError: a benchmark does not load (the loader's message), its sample ids repeat, or it
+            has no samples.
+    """
+    from pointfail.inputs.benchmarks import load as load_benchmark
+
+    ids: dict[str, list[str]] = {}
+    for b in benchmarks:
+        try:
+            samples = load_benchmark(b.loader, data_dirs[b.name], limit=b.limit)
+        except Exception as e:  # a loader's BenchmarkError names every missing file
+            raise PlanError(f"benchmark {b.name}: {e}") from None
+        ids[b.name] = sorted(s.sample_id for s in samples)
+        if len(set(ids[b.name])) != len(ids[b.name]):
+            raise PlanError(f"benchmark {b.name}: sample ids repeat")
+        if not ids[b.name]:
+            raise PlanError(f"benchmark {b.name}: no samples in {data_dirs[b.name]}")
+    return ids
+
+
 def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None,
                shard_size: Optional[int] = None, shards: Optional[int] = None,
                models: Optional[list[str]] = None, benchmarks: Optional[list[str]] = None,
@@ -222,7 +246,6 @@ def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None
         PlanError: the study file is invalid, a data folder is missing or does not load, a served
             model is selected (served models run with ``pointfail-runner run``), or bad sizes.
     """
-    from pointfail.inputs.benchmarks import load as load_benchmark
     from pointfail.inputs.study import ContainerModel, Roots, StudyError, load_study
 
     from .study import needs_weights
@@ -250,17 +273,7 @@ def build_plan(study_file: Path, *, repo: Path, data_root: Optional[Path] = None
     missing = [f"data for {n}: {d} (make data STUDY={study.name})" for n, d in data_dirs.items() if not d.is_dir()]
     if missing:
         raise PlanError("missing before planning:\n  " + "\n  ".join(missing))
-    ids: dict[str, list[str]] = {}
-    for b in sel_benchmarks:
-        try:
-            samples = load_benchmark(b.loader, data_dirs[b.name], limit=b.limit)
-        except Exception as e:  # a loader's BenchmarkError names every missing file
-            raise PlanError(f"benchmark {b.name}: {e}") from None
-        ids[b.name] = sorted(s.sample_id for s in samples)
-        if len(set(ids[b.name])) != len(ids[b.name]):
-            raise PlanError(f"benchmark {b.name}: sample ids repeat")
-        if not ids[b.name]:
-            raise PlanError(f"benchmark {b.name}: no samples in {data_dirs[b.name]}")
+    ids = _sample_ids(sel_benchmarks, data_dirs)
     items = [(b.name, sid) for b in sel_benchmarks for sid in ids[b.name]]
     size = shard_size or DEFAULT_SHARD_SIZE
     plan_models = []
