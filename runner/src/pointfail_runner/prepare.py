@@ -168,6 +168,22 @@ def stand_ins(repo: Path, raw: dict, log: Callable[[str], None] = print) -> Iter
         yield env
 
 
+def _fetch_jobs(study, roots) -> list[tuple[str, str, list[str], Path]]:
+    """What ``study`` fetches from a hub, in study order: every benchmark without a generator, then
+    every container model with a checkpoint. Each job is ``(lock section, name, pointfail
+    arguments, destination folder)``, the section being ``"benchmarks"`` or ``"models"`` and the
+    destination the folder ``roots`` (the study's ``Roots``) declares for it. Raises nothing of its
+    own."""
+    jobs = []
+    for b in study.benchmarks:
+        if not b.generator:
+            jobs.append(("benchmarks", b.name, ["data", "fetch", b.name], roots.data_dir(b)))
+    for m in study.models:
+        if m.kind == "container" and m.checkpoint:
+            jobs.append(("models", m.name, ["weights", "fetch", m.name], roots.weights_dir(m)))
+    return jobs
+
+
 def fetch_stage(repo: Path, study, study_file: Path, data_root: Path, lock_file: Path, env: dict[str, str], *,
                 download: bool, log: Callable[[str], None] = print) -> list[str]:
     """Fetch (``download``) or check every hub-backed benchmark and checkpoint of ``study`` through
@@ -182,13 +198,7 @@ def fetch_stage(repo: Path, study, study_file: Path, data_root: Path, lock_file:
 
     roots = Roots.for_study(study, repo, data=data_root)
     rel = _shown(Path(study_file).resolve(), repo)
-    jobs = []
-    for b in study.benchmarks:
-        if not b.generator:
-            jobs.append(("benchmarks", b.name, ["data", "fetch", b.name], roots.data_dir(b)))
-    for m in study.models:
-        if m.kind == "container" and m.checkpoint:
-            jobs.append(("models", m.name, ["weights", "fetch", m.name], roots.weights_dir(m)))
+    jobs = _fetch_jobs(study, roots)
     ran = []
     if download:
         for _kind, _name, args, dest in jobs:
