@@ -76,6 +76,38 @@ def fresh_clone(repo: Path, parent: Path) -> Path:
     return dest
 
 
+def _volumes_and_environment(repo: Path, parent: Path, *, mounts: tuple[str, ...], env: Optional[dict],
+                             offline: bool, engine_socket: str) -> tuple[dict, dict]:
+    """The docker SDK ``volumes`` and ``environment`` of the pristine container for the clone folder
+    ``parent`` (mounted read-write at its own path, its ``tmp/`` the container's ``TMPDIR``) of
+    ``repo``: the engine socket ``engine_socket`` at :data:`SOCKET`; ``repo/../shared`` read-only
+    when it is a folder; each of ``mounts`` (``PATH`` read-only, ``PATH:rw`` read-write, resolved,
+    at the same path); the host's :data:`CA_BUNDLE` when present (and the variables that point
+    OpenSSL, pip and requests at it); then ``env``. With ``offline``, writes
+    ``parent/offline-sources.list`` naming :data:`CLOSED`, mounts it as apt's sources list and points
+    pip at :data:`CLOSED`. Returns ``(volumes, environment)``. Raises ``OSError`` when the sources
+    list cannot be written."""
+    shared = (repo / ".." / "shared").resolve()
+    volumes = {str(parent): {"bind": str(parent), "mode": "rw"}, str(engine_socket): {"bind": SOCKET, "mode": "rw"}}
+    if shared.is_dir():
+        volumes[str(shared)] = {"bind": str(shared), "mode": "ro"}
+    for m in mounts:
+        path, _, mode = m.partition(":")
+        volumes[str(Path(path).resolve())] = {"bind": str(Path(path).resolve()), "mode": "rw" if mode == "rw" else "ro"}
+    environment = {"TMPDIR": str(parent / "tmp"), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HF_HUB_OFFLINE": "1",
+                   "PYTHONUNBUFFERED": "1"}
+    if Path(CA_BUNDLE).is_file():
+        volumes[CA_BUNDLE] = {"bind": CA_BUNDLE, "mode": "ro"}
+        environment.update({k: CA_BUNDLE for k in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE")})
+    environment.update(env or {})
+    if offline:
+        closed = parent / "offline-sources.list"
+        closed.write_text(f"deb {CLOSED}/debian bookworm main\n")
+        volumes[str(closed)] = {"bind": "/etc/apt/sources.list", "mode": "ro"}
+        environment.update({"PIP_INDEX_URL": f"{CLOSED}/simple/", "PIP_RETRIES": "0", "PIP_TIMEOUT": "5"})
+    return volumes, environment
+
+
 def run_pristine(client, repo: Path, argv: list[str], *, offline: bool = False, mounts: tuple[str, ...] = (),
                  env: Optional[dict] = None, keep: bool = False, timeout_s: float = 3600,
                  engine_socket: str = SOCKET, log: Callable[[str], None] = print) -> int:
@@ -99,24 +131,8 @@ def run_pristine(client, repo: Path, argv: list[str], *, offline: bool = False, 
     parent.chmod(0o755)
     clone = fresh_clone(repo, parent)
     (parent / "tmp").mkdir(mode=0o1777)
-    shared = (repo / ".." / "shared").resolve()
-    volumes = {str(parent): {"bind": str(parent), "mode": "rw"}, str(engine_socket): {"bind": SOCKET, "mode": "rw"}}
-    if shared.is_dir():
-        volumes[str(shared)] = {"bind": str(shared), "mode": "ro"}
-    for m in mounts:
-        path, _, mode = m.partition(":")
-        volumes[str(Path(path).resolve())] = {"bind": str(Path(path).resolve()), "mode": "rw" if mode == "rw" else "ro"}
-    environment = {"TMPDIR": str(parent / "tmp"), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "HF_HUB_OFFLINE": "1",
-                   "PYTHONUNBUFFERED": "1"}
-    if Path(CA_BUNDLE).is_file():
-        volumes[CA_BUNDLE] = {"bind": CA_BUNDLE, "mode": "ro"}
-        environment.update({k: CA_BUNDLE for k in ("SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE")})
-    environment.update(env or {})
-    if offline:
-        closed = parent / "offline-sources.list"
-        closed.write_text(f"deb {CLOSED}/debian bookworm main\n")
-        volumes[str(closed)] = {"bind": "/etc/apt/sources.list", "mode": "ro"}
-        environment.update({"PIP_INDEX_URL": f"{CLOSED}/simple/", "PIP_RETRIES": "0", "PIP_TIMEOUT": "5"})
+    volumes, environment = _volumes_and_environment(repo, parent, mounts=mounts, env=env, offline=offline,
+                                                    engine_socket=engine_socket)
     log(f"[pristine] {' '.join(argv)} in {clone} ({image}, network: {'none' if offline else 'default'})")
     container = client.containers.create(image, command=argv, working_dir=str(clone), user="0:0",
                                          environment=environment, volumes=volumes,
