@@ -181,6 +181,36 @@ def _merge_member(tar: tarfile.TarFile, m: tarfile.TarInfo, merged: Path, lists:
         os.symlink(m.linkname, merged / name)  # legacy format: a layer shared by reference
 
 
+def _checked_data_dirs(study, roots, generated: list) -> dict[str, Path]:
+    """The data folder of every benchmark of ``study`` (``{name: folder}``, in study order, where
+    ``roots``, the study's ``Roots``, declares it), after checking that each of ``generated`` (its
+    generated-suite benchmarks, already rendered) matches its committed manifest
+    ``<study folder>/suites/<name>.manifest.json`` in content and its own ``manifest.json`` on disk:
+    a bundle holds the data the records were made from, as rendered, untouched since.
+
+    Raises:
+        BundleError: a suite differs from its committed or its own manifest, or a data folder is
+            missing (each names the ``make data`` command).
+        and what :func:`pointfail.generated.suites.manifest.read_manifest` raises.
+    """
+    from pointfail.generated.suites.manifest import compare_manifests, read_manifest, verify_manifest
+
+    for b in generated:
+        committed = study.file.parent / "suites" / f"{b.name}.manifest.json"
+        here = roots.data_dir(b)
+        cmp = compare_manifests(json.loads(committed.read_text()), read_manifest(here))
+        if not cmp.content_matches or not verify_manifest(here).ok:
+            raise BundleError(f"suite {b.name} in {here} differs from {committed} (or from its own manifest); "
+                              f"render it again: make data STUDY={study.name}")
+    data_dirs = {}
+    for b in study.benchmarks:
+        d = roots.data_dir(b)
+        if not d.is_dir():
+            raise BundleError(f"data for {b.name} missing: {d} (make data STUDY={study.name}, or fetch it)")
+        data_dirs[b.name] = d
+    return data_dirs
+
+
 def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: Optional[Path] = None,
                 log: Callable[[str], None] = print) -> Path:
     """Write the bundle of ``study_file`` (layout in the module docstring) and return its path.
@@ -200,7 +230,6 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
     from .engine import ensure_engine
     from .reproduce import SUITES_IMAGE, make_suites
     from pointfail.inputs.study import Roots, load_study
-    from pointfail.generated.suites.manifest import compare_manifests, read_manifest, verify_manifest
 
     repo = Path(repo).resolve()
     study = load_study(study_file)
@@ -214,19 +243,7 @@ def make_bundle(repo: Path, study_file: Path, *, variant: str = "cpu", out_dir: 
     if any(not (roots.data_dir(b) / "manifest.json").is_file() for b in generated):
         log(f"[bundle] rendering the suites in {built[SUITES_IMAGE].tag}")
         make_suites(client, repo, study, built[SUITES_IMAGE].tag, roots.data, log=log)
-    for b in generated:  # a bundle holds the data the records were made from, as rendered, untouched since
-        committed = study.file.parent / "suites" / f"{b.name}.manifest.json"
-        here = roots.data_dir(b)
-        cmp = compare_manifests(json.loads(committed.read_text()), read_manifest(here))
-        if not cmp.content_matches or not verify_manifest(here).ok:
-            raise BundleError(f"suite {b.name} in {here} differs from {committed} (or from its own manifest); "
-                              f"render it again: make data STUDY={study.name}")
-    data_dirs = {}
-    for b in study.benchmarks:
-        d = roots.data_dir(b)
-        if not d.is_dir():
-            raise BundleError(f"data for {b.name} missing: {d} (make data STUDY={study.name}, or fetch it)")
-        data_dirs[b.name] = d
+    data_dirs = _checked_data_dirs(study, roots, generated)
     rev = _git(repo, "rev-parse", "HEAD").strip()
     dirty = bool(_git(repo, "status", "--porcelain", "--untracked-files=no").strip())
     out_dir = Path(out_dir or repo / "bundles")
