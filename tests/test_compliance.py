@@ -219,3 +219,23 @@ def test_upgrade_without_the_mask_files_writes_nothing(tmp_path: Path, monkeypat
     err = capsys.readouterr().err
     assert "is not on this machine; bring the study's data" in err and "where2place.jsonl:1" in err
     assert p.read_bytes() == before
+
+
+_WRITTEN = st.lists(st.one_of(st.integers(-2000, 2000), st.floats(-3.0, 3.0, allow_nan=False), st.just(1e7)),
+                    min_size=2, max_size=4)
+
+
+@given(nums=_WRITTEN, pre=st.sampled_from(["", "Point: ", "(", "[", "x="]))
+def test_raw_sink_is_the_identity_parse(nums, pre):
+    """``Family.parse``'s ``raw_sink`` (one parse) gives exactly the primary point the second parse under
+    the identity frame gives (``scoring._raw_primary``), for every family with the default convert."""
+    from pointfail.families import list_families
+    from pointfail.scoring import _one_parse, _raw_primary
+
+    text = pre + ", ".join(str(v) for v in nums) + (")" if pre == "(" else "]" if pre == "[" else "")
+    for fam in list_families():
+        if not _one_parse(fam):
+            continue
+        sink: list[list[float]] = []
+        fam.parse(text, (640, 480), (448, 336), task="point", raw_sink=sink)
+        assert (sink[0] if sink else None) == _raw_primary(fam, text, (640, 480))[0], (fam.name, text)

@@ -311,7 +311,8 @@ def build_record(
 
     mis = tuple(response.model_input_size) if response.model_input_size else None
     try:
-        parse = fam.parse(response.raw_text or "", size, mis, task=sample.task)
+        sink: Optional[list[list[float]]] = [] if _one_parse(fam) else None
+        parse = fam.parse(response.raw_text or "", size, mis, task=sample.task, raw_sink=sink)
     except FrameError as e:
         # the reply exists: an official evaluation that parses the text itself still reads it
         return Record(**common, parse=None, outcome="error", error=f"scoring: {e}",
@@ -331,7 +332,8 @@ def build_record(
     if bad:  # never a record that cannot be written (the parser already drops overflowing coordinates)
         return Record(**common, parse=parse, outcome="error",
                       error=f"scoring: {bad} is not a finite number (coordinates too large to measure)")
-    readings = (frame_readings(fam, response.raw_text or "", size, region, mis)
+    readings = (frame_readings(fam, response.raw_text or "", size, region, mis,
+                               raw_primary=(sink[0] if sink else None) if sink is not None else _PARSE)
                 if sample.task == "point" and sample.target.kind != "absent" else None)
     return Record(**common, parse=parse, outcome=outcome, geometry=geometry, official=official,
                   frame_compliance=readings)
@@ -775,8 +777,20 @@ def frame_compliance(
     }
 
 
+_PARSE: Any = object()
+
+
+def _one_parse(fam: Any) -> bool:
+    """Whether ``fam``'s parse can give the written primary point beside the converted one
+    (``Family.parse``'s ``raw_sink``): the default ``convert`` only (Kosmos-2's is its own)."""
+    from pointfail.families import Family
+
+    return isinstance(fam, Family) and type(fam).convert is Family.convert
+
+
 def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region: TargetRegion,
-                   model_input_size: Optional[Sequence[int]] = None) -> FrameReadings:
+                   model_input_size: Optional[Sequence[int]] = None, *,
+                   raw_primary: Any = _PARSE) -> FrameReadings:
     """The frame-compliance readings a record stores (``Record.frame_compliance``): for each reading of
     :data:`COMPLIANCE_READINGS` that :func:`frame_compliance` tries besides the declared one (the same
     frames, the same raw primary point and conversion, the hits only: no distances, no per-reading
@@ -788,6 +802,10 @@ def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region
 
     Args: as :func:`frame_compliance` (``image_size`` ``(W, H)`` pixels of the original image,
         ``model_input_size`` ``(Wr, Hr)`` pixels of the resized input when known).
+
+        raw_primary: the written primary point when the caller's parse already gave it
+        (``Family.parse``'s ``raw_sink``; ``None``: no point); by default the reply is parsed again
+        under the identity frame.
 
     Returns:
         A :class:`~pointfail.records.FrameReadings`; ``not_computed`` says why when
@@ -807,7 +825,8 @@ def frame_readings(family: Any, raw_text: str, image_size: Sequence[int], region
             raise ValueError(f"image size {size} differs from the target region's {region.image_size}")
         mis = (int(model_input_size[0]), int(model_input_size[1])) if model_input_size is not None else None
         others = _other_frames(declared, mis is not None)
-        raw = _raw_primary(fam, raw_text, size)[0] if others else None
+        raw = None if not others else (
+            _raw_primary(fam, raw_text, size)[0] if raw_primary is _PARSE else raw_primary)
         hits: dict[str, Optional[bool]] = dict.fromkeys(READING_FIELDS)
         for frame in others:
             hit = False

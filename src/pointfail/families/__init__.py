@@ -102,6 +102,23 @@ def _place(vals: list[float], task: str, diag: Diagnostics, points: list[list[fl
         points.append(centre)
 
 
+def _offer_raw(frame: Frame, nums: list[float], raw_sink: list[list[float]]) -> None:
+    """Append to ``raw_sink`` the group's written point (x/y order applied, ``x / 1.0`` as the identity
+    frame's ``to_unit`` gives it; a box's centre, corners sorted as :func:`_place` sorts them) when every
+    written number is finite and within ``MAX_ABS_UNIT_COORD``."""
+    vals: list[float] = []
+    for i in range(0, len(nums), 2):
+        x, y = frame.as_xy(nums[i], nums[i + 1])
+        vals.extend((x / 1.0, y / 1.0))
+    if not all(math.isfinite(v) and abs(v) <= MAX_ABS_UNIT_COORD for v in vals):
+        return
+    if len(vals) == 2:
+        raw_sink.append(vals)
+        return
+    x0, y0, x1, y1 = vals
+    raw_sink.append(list(box_center((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))))
+
+
 def _flag_out_of_image(points: list[list[float]], boxes: list[list[float]], diag: Diagnostics) -> None:
     """Flag ``out_of_image`` when any point or box corner lies outside the unit square."""
     for p in points + [b[:2] for b in boxes] + [b[2:] for b in boxes]:
@@ -205,6 +222,8 @@ class Family:
         image_size: Size,
         model_input_size: Optional[Size] = None,
         task: str = "point",
+        *,
+        raw_sink: Optional[list[list[float]]] = None,
     ) -> ParseResult:
         """Parse a model reply into normalized points and boxes (see the module docstring for rules).
 
@@ -213,6 +232,11 @@ class Family:
             image_size: ``(W, H)`` of the original image in pixels.
             model_input_size: ``(Wr, Hr)`` the processor produced; required for ``pixels_resized``.
             task: ``"point"`` or ``"box"``.
+            raw_sink: when a list, the parse also appends to it the primary point as the model wrote
+                it (``[x, y]`` in the frame's numbers, x/y order applied, no conversion; a box's centre)
+                of the first group whose numbers read and whose written numbers are finite and within
+                ``MAX_ABS_UNIT_COORD``: what a parse under the identity frame would give as its first
+                point (frame-compliance readings, ``scoring.frame_readings``; default ``convert`` only).
 
         Returns:
             :class:`~pointfail.records.ParseResult` with points/boxes in the unit square, origin top-left,
@@ -242,7 +266,7 @@ class Family:
         truncated = looks_truncated(answer)
         if truncated:
             diag.flag("truncated")
-        points, boxes = self._coordinates(items, diag, image_size, model_input_size, task)
+        points, boxes = self._coordinates(items, diag, image_size, model_input_size, task, raw_sink)
         _flag_out_of_image(points, boxes, diag)
         reason = self._empty_reason(answer, truncated, diag) if not points and not boxes else None
         return result(
@@ -264,26 +288,30 @@ class Family:
             check_size(image_size, "image_size")
 
     def _coordinates(self, items: list[Item], diag: Diagnostics, image_size: Size,
-                     model_input_size: Optional[Size], task: str) -> tuple[list[list[float]], list[list[float]]]:
+                     model_input_size: Optional[Size], task: str,
+                     raw_sink: Optional[list[list[float]]] = None) -> tuple[list[list[float]], list[list[float]]]:
         """Step 5: each group's numbers read and converted to the unit square; ``(points, boxes)``."""
         points: list[list[float]] = []
         boxes: list[list[float]] = []
         for it in items:
-            vals = self._unit_values(it, diag, image_size, model_input_size)
+            vals = self._unit_values(it, diag, image_size, model_input_size, raw_sink)
             if vals is not None:
                 _place(vals, task, diag, points, boxes)
         return points, boxes
 
     def _unit_values(self, it: Item, diag: Diagnostics, image_size: Size,
-                     model_input_size: Optional[Size]) -> Optional[list[float]]:
+                     model_input_size: Optional[Size],
+                     raw_sink: Optional[list[list[float]]] = None) -> Optional[list[float]]:
         """One group in the unit square, or ``None`` (recorded as ignored) when a number does not read or
-        a coordinate overflows."""
+        a coordinate overflows; the written point offered to ``raw_sink`` (:meth:`parse`) first."""
         try:
             nums = [read_number(t, diag) for t in it.tokens]
         except NumberError as e:
             diag.ignore(e.reason, it.source)
             diag.bad_reasons.append(e.reason)
             return None
+        if raw_sink is not None and not raw_sink:
+            _offer_raw(self.frame, nums, raw_sink)
         vals = self.convert(it, nums, image_size, model_input_size)
         if not all(math.isfinite(v) and abs(v) <= MAX_ABS_UNIT_COORD for v in vals):
             diag.ignore("coordinate_overflow", it.source)
