@@ -129,3 +129,29 @@ def test_shuffled_lines_hash_seeds_locales_and_time_zones_still_verify(study, en
     r = _verify(study, env)
     assert r.returncode == 0, r.stdout[-3000:]
     assert r.stdout.startswith(f"OK {study}: every table matches")
+
+
+def test_rederive_names_a_boxes_hash_and_an_image_hash_that_do_not_match(tmp_path):
+    """``rederive`` checks the stored hashes it can before scoring: a boxes target's ``target.sha256``
+    against its boxes, and ``image.sha256`` against the image file found under the roots."""
+    from pointfail.integrity import rederive
+    from pointfail.records import boxes_sha256
+
+    rec = next(r for p in sorted(DEFAULT.glob("*/*.jsonl")) for r in read_records(p)
+               if r.target.kind == "boxes" and r.target.sha256 is not None and r.image.sha256 is not None)
+    as_written = [[int(v) if float(v).is_integer() else v for v in b] for b in rec.target.boxes]
+    assert rec.target.sha256 in (boxes_sha256(as_written), boxes_sha256(rec.target.boxes))
+    problems, _ = rederive(rec, [tmp_path])  # the image is not under tmp_path: its hash is not checked
+    assert not any("sha256" in p for p in problems)
+
+    bad_target = rec.model_copy(update={"target": rec.target.model_copy(update={"sha256": "0" * 64})})
+    problems, _ = rederive(bad_target, [tmp_path])
+    assert problems[0] == (f"target.sha256: stored {'0' * 16}..., the boxes hash to "
+                           f"{boxes_sha256(as_written)[:16]}...")
+
+    image = tmp_path / rec.image.path
+    image.parent.mkdir(parents=True, exist_ok=True)
+    image.write_bytes(b"not the image")
+    problems, _ = rederive(rec, [tmp_path])
+    assert problems[0].startswith(f"image.sha256: stored {rec.image.sha256[:16]}..., the file ")
+    assert problems[0].endswith(" hashes otherwise")

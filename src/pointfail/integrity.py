@@ -280,23 +280,11 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
         (empty when the record is consistent), and whether outcome and geometry could be re-derived
         (``False`` for a mask target whose file is not on disk).
     """
-    from pointfail.records import boxes_sha256
     from pointfail.records import Sample
     from pointfail.scoring import build_record
 
     finder = roots if isinstance(roots, FileFinder) else FileFinder(roots)
-    problems: list[str] = []
-    target = record.target
-    if target.kind == "boxes" and target.boxes is not None and target.sha256 is not None:
-        # the loaders hash the boxes as the benchmark wrote them: whole numbers as integers
-        as_written = [[int(v) if float(v).is_integer() else v for v in b] for b in target.boxes]
-        if target.sha256 != boxes_sha256(as_written) and target.sha256 != boxes_sha256(target.boxes):
-            problems.append(f"target.sha256: stored {target.sha256[:16]}..., the boxes hash to "
-                            f"{boxes_sha256(as_written)[:16]}...")
-    if record.image.sha256 is not None:
-        image = finder.find(record.image.path)
-        if image is not None and finder.sha256(image) != record.image.sha256:
-            problems.append(f"image.sha256: stored {record.image.sha256[:16]}..., the file {image} hashes otherwise")
+    problems = _stored_hash_problems(record, finder)
     target, scored = _found_target(record, finder)
     if scored and target is not record.target and record.target.sha256 is not None \
             and finder.sha256(Path(str(target.mask_path))) != record.target.sha256:
@@ -322,6 +310,28 @@ def rederive(record: Record, roots: Union[Sequence[Path], FileFinder]) -> tuple[
             problems.append(d)
             break
     return problems, scored
+
+
+def _stored_hash_problems(record: Record, finder: FileFinder) -> list[str]:
+    """The problem lines of a record's stored hashes that can be checked before scoring: a boxes
+    target's ``target.sha256`` against its boxes (as the benchmark wrote them, whole numbers as
+    integers, or as stored), and ``image.sha256`` against the image file when it is found on disk
+    (:meth:`FileFinder.find`; a missing image is not a problem here). Empty when both agree."""
+    from pointfail.records import boxes_sha256
+
+    problems: list[str] = []
+    target = record.target
+    if target.kind == "boxes" and target.boxes is not None and target.sha256 is not None:
+        # the loaders hash the boxes as the benchmark wrote them: whole numbers as integers
+        as_written = [[int(v) if float(v).is_integer() else v for v in b] for b in target.boxes]
+        if target.sha256 != boxes_sha256(as_written) and target.sha256 != boxes_sha256(target.boxes):
+            problems.append(f"target.sha256: stored {target.sha256[:16]}..., the boxes hash to "
+                            f"{boxes_sha256(as_written)[:16]}...")
+    if record.image.sha256 is not None:
+        image = finder.find(record.image.path)
+        if image is not None and finder.sha256(image) != record.image.sha256:
+            problems.append(f"image.sha256: stored {record.image.sha256[:16]}..., the file {image} hashes otherwise")
+    return problems
 
 
 def _found_target(record: Record, finder: FileFinder) -> tuple[Any, bool]:
