@@ -228,6 +228,30 @@ def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -
     return out
 
 
+def _regenerated_files(manifest: dict) -> dict[str, str]:
+    """Generate a suite again from its manifest into a temporary directory and return its file digests.
+
+    Input: the parsed ``manifest.json``. The generator is the manifest's ``generator`` (recorded as
+    ``pointfail.suites.<kind>``, where the generators were when the records were made), called with the
+    manifest's ``n`` and ``seed``, the keyword arguments of the module's optional ``generator_args(manifest)``
+    and ``absent_share`` when the manifest sets one.
+
+    Returns the regenerated manifest's ``files`` map (path relative to the suite -> sha256 hex); the temporary
+    directory is removed. Raises SuiteError for a generator outside pointfail's suites and FontMissingError
+    when a font it needs is not installed."""
+    import importlib
+
+    gen = manifest.get("generator", "")
+    if not gen.startswith("pointfail.suites."):
+        raise SuiteError(f"manifest generator {gen!r} is not a pointfail suite generator")
+    mod = importlib.import_module(f"{__package__}.{gen.removeprefix('pointfail.suites.')}")
+    with tempfile.TemporaryDirectory() as td:
+        gen_kwargs = mod.generator_args(manifest) if hasattr(mod, "generator_args") else {}
+        if manifest.get("absent_share"):
+            gen_kwargs["absent_share"] = float(manifest["absent_share"])
+        again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]), **gen_kwargs)
+    return again["files"]
+
 def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> VerifyResult:
     """Check a generated suite against its ``manifest.json``.
 
@@ -257,22 +281,11 @@ def verify_manifest(suite_dir: str | Path, *, regenerate: bool = False) -> Verif
     present = {str(p.relative_to(root)).replace(os.sep, "/") for p in (root / "data").rglob("*") if p.is_file()}
     extra = sorted(present - set(files))
     if regenerate:
-        import importlib
-
-        gen = manifest.get("generator", "")
-        if not gen.startswith("pointfail.suites."):
-            raise SuiteError(f"manifest generator {gen!r} is not a pointfail suite generator")
-        # recorded as pointfail.suites.<kind> (where the generators were when the records were made)
-        mod = importlib.import_module(f"{__package__}.{gen.removeprefix('pointfail.suites.')}")
-        with tempfile.TemporaryDirectory() as td:
-            gen_kwargs = mod.generator_args(manifest) if hasattr(mod, "generator_args") else {}
-            if manifest.get("absent_share"):
-                gen_kwargs["absent_share"] = float(manifest["absent_share"])
-            again = mod.generate(Path(td) / "suite", n=int(manifest["n"]), seed=int(manifest["seed"]), **gen_kwargs)
+        again = _regenerated_files(manifest)
         for rel, digest in sorted(files.items()):
-            if again["files"].get(rel) != digest and rel not in mismatched:
+            if again.get(rel) != digest and rel not in mismatched:
                 mismatched.append(rel)
-        for rel in sorted(set(again["files"]) - set(files)):
+        for rel in sorted(set(again) - set(files)):
             extra.append(rel)
     try:
         current = environment_versions(manifest.get("environment", {}).get("fonts", {}).keys())

@@ -143,6 +143,28 @@ def fontconfig_families() -> list[str]:
     return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()})
 
 
+def _named_set_pages(spec: str) -> list[Page]:
+    """The pages of the named page set ``spec`` (a key of ``PAGE_SETS``), in the set's order.
+
+    Each page carries its installed Debian package's name, version (:func:`package_version`) and license; its
+    name is ``<package>:<path under the package root>``.
+
+    Raises:
+        WebSuiteError: a page of one of the set's packages is missing (naming the package and the
+            ``apt-get install`` command)."""
+    pages: list[Page] = []
+    for ps in PAGE_SETS[spec]:
+        version = package_version(ps.package)
+        missing = [p for p in ps.pages if not (Path(ps.root) / p).is_file()]
+        if missing:
+            raise WebSuiteError(
+                f"page set {spec!r}: {len(missing)} page(s) of {ps.package} missing under {ps.root} "
+                f"(first: {missing[0]}); install it: apt-get install -y {ps.package}"
+            )
+        for p in ps.pages:
+            pages.append(Page(Path(ps.root) / p, f"{ps.package}:{p}", ps.package, version, ps.license))
+    return pages
+
 def resolve_pages(spec: str) -> list[Page]:
     """Pages for ``--pages SPEC``: a named set (``debian-docs``), a directory (every ``*.html`` below
     it, sorted), or a text file listing one HTML path per line.
@@ -153,17 +175,7 @@ def resolve_pages(spec: str) -> list[Page]:
     """
     pages: list[Page] = []
     if spec in PAGE_SETS:
-        for ps in PAGE_SETS[spec]:
-            version = package_version(ps.package)
-            missing = [p for p in ps.pages if not (Path(ps.root) / p).is_file()]
-            if missing:
-                raise WebSuiteError(
-                    f"page set {spec!r}: {len(missing)} page(s) of {ps.package} missing under {ps.root} "
-                    f"(first: {missing[0]}); install it: apt-get install -y {ps.package}"
-                )
-            for p in ps.pages:
-                pages.append(Page(Path(ps.root) / p, f"{ps.package}:{p}", ps.package, version, ps.license))
-        return pages
+        return _named_set_pages(spec)
     path = Path(spec)
     if path.is_dir():
         files = sorted(path.rglob("*.html"))

@@ -257,33 +257,42 @@ class _Handler(BaseHTTPRequestHandler):
             delay = fake.latency + action.delay
             if delay:
                 time.sleep(delay)
-            if fake.dead:
-                entry["outcome"] = "dropped_dead"
-                return self._drop()
-            if action.drop:
-                entry["outcome"] = "dropped"
-                return self._drop()
-            if action.status is not None:
-                entry["outcome"] = f"http_{action.status}"
-                return self._send(action.status, {"error": f"scripted {action.status}"})
-            entry["outcome"] = "reply"
-            entry["reply"] = action.reply or ""
-            return self._send(
-                200,
-                {
-                    "model": fake.model,
-                    "created_at": "2026-04-03T00:00:00Z",
-                    "message": {"role": "assistant", "content": action.reply or ""},
-                    "done": True,
-                    "done_reason": "stop",
-                    "eval_count": 3,
-                },
-            )
+            return self._answer(fake, entry, action)
         finally:
             with fake._lock:
                 fake.in_flight -= 1
             if slots is not None:
                 slots.release()
+
+    def _answer(self, fake: FakeOllama, entry: dict, action: Action) -> None:
+        """Answer one chat as its scripted ``action`` says, after its delay.
+
+        Inputs: the serving fake, the chat's log ``entry`` (its ``"outcome"``, and ``"reply"`` for a reply, are
+        filled in here) and the ``action``. Drops the connection when the fake died meanwhile (``dropped_dead``)
+        or the action drops (``dropped``); sends the scripted HTTP status (``http_<status>``); otherwise sends a
+        finished ``/api/chat`` reply with the action's text (``reply``). Returns None; raises nothing itself."""
+        if fake.dead:
+            entry["outcome"] = "dropped_dead"
+            return self._drop()
+        if action.drop:
+            entry["outcome"] = "dropped"
+            return self._drop()
+        if action.status is not None:
+            entry["outcome"] = f"http_{action.status}"
+            return self._send(action.status, {"error": f"scripted {action.status}"})
+        entry["outcome"] = "reply"
+        entry["reply"] = action.reply or ""
+        return self._send(
+            200,
+            {
+                "model": fake.model,
+                "created_at": "2026-04-03T00:00:00Z",
+                "message": {"role": "assistant", "content": action.reply or ""},
+                "done": True,
+                "done_reason": "stop",
+                "eval_count": 3,
+            },
+        )
 
 
 def main(argv: Optional[list[str]] = None) -> int:

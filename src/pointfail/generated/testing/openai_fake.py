@@ -233,18 +233,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         fake = self.server_ref
-        if fake._dead:
-            return self._drop()
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            return self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-        if body.get("model") != fake.model:
-            return self._send(404, {"error": {"message": f"model {body.get('model')!r} not found",
-                                              "type": "invalid_request_error", "code": "model_not_found"}})
+        admitted, body = self._admit(fake)
+        if not admitted:
+            return
         req = parse_chat(body)
         tokens = 100 + fake.image_tokens(req.image_size)
         if req.user == CALIBRATION_TEXT and body.get("max_tokens") == 1 and not req.system:
@@ -285,6 +276,33 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.in_flight -= 1
+
+    def _admit(self, fake: FakeOpenAI) -> tuple[bool, Any]:
+        """Read and check one request before it is logged as a chat.
+
+        Input: the serving fake. Drops the connection when the fake is dead; answers 400 when the body is not
+        JSON, 404 for any path but ``/v1/chat/completions`` and 404 ``model_not_found`` for another model.
+
+        Returns ``(True, body)`` (the parsed JSON body) when the request is a chat for this fake's model, else
+        ``(False, None)`` once the refusal has been sent. Raises nothing itself (a body that is JSON but not an
+        object fails in ``body.get`` as before)."""
+        if fake._dead:
+            self._drop()
+            return False, None
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return False, None
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return False, None
+        if body.get("model") != fake.model:
+            self._send(404, {"error": {"message": f"model {body.get('model')!r} not found",
+                                       "type": "invalid_request_error", "code": "model_not_found"}})
+            return False, None
+        return True, body
 
     def _act(self, a: Action, body: dict, prompt_tokens: int = 100) -> str:
         if a.die or a.drop:

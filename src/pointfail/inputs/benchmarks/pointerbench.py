@@ -193,15 +193,9 @@ def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -
     img = image_ref(img_path, expected_size=(size[0], size[1]))
     if img is None:  # image_ref raises without a problems list; kept for the type
         return None, f"unreadable image {img_path}"
-    sg = row.get("scene_graph")
-    cands = ([contained(test, str(sg)), contained(sub, str(sg))] if sg else []) + [
-        contained(test, f"scene_graphs/{Path(str(row['file_name'])).stem}.json")]
-    paths = [c for c in cands if c is not None]
-    if not paths:
-        return None, f"scene_graph {str(sg)[:200]!r} is not a file name inside {sub}"
-    found = next((c for c in paths if c.is_file()), None)
+    found, why = _absent_scene_graph(row, test, sub)
     if found is None:
-        return None, f"missing scene graph {paths[0]}"
+        return None, why
     proof = row.get("absence_proof")
     try:
         check_absence_proof(read_json(found, benchmark), proof)
@@ -213,6 +207,26 @@ def _absent_sample(row: dict, sid: str, benchmark: str, test: Path, sub: Path) -
                   task="box" if row["answer_type"] == "bbox" else "point", target=target, metadata=metadata,
                   scene_graph_path=found.as_posix()), None
 
+
+def _absent_scene_graph(row: dict, test: Path, sub: Path) -> tuple[Optional[Path], Optional[str]]:
+    """Locate an absent row's scene graph file.
+
+    Inputs: the suite ``row``, the subset's ``test`` directory and the subset directory ``sub``. Candidates, in
+    order: the row's ``scene_graph`` under ``test``, then under ``sub``, then
+    ``scene_graphs/<file_name stem>.json`` under ``test``; a candidate that would leave its root is dropped.
+
+    Returns ``(path, None)`` for the first candidate that is a file, or ``(None, why)`` when no candidate stays
+    inside its root or none exists. Raises nothing itself."""
+    sg = row.get("scene_graph")
+    cands = ([contained(test, str(sg)), contained(sub, str(sg))] if sg else []) + [
+        contained(test, f"scene_graphs/{Path(str(row['file_name'])).stem}.json")]
+    paths = [c for c in cands if c is not None]
+    if not paths:
+        return None, f"scene_graph {str(sg)[:200]!r} is not a file name inside {sub}"
+    found = next((c for c in paths if c.is_file()), None)
+    if found is None:
+        return None, f"missing scene graph {paths[0]}"
+    return found, None
 
 def make_pointerbench_loader(name: str):
     """A loader for one PointerBench subset (``pointerbench-sheets``/``-text``/``-pro``)."""
